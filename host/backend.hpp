@@ -1,0 +1,93 @@
+// The interface every backend implements: the same operations on the same
+// bits. gbf::filter owns one backend_impl and forwards to it; the CPU backend
+// (host/cpu_backend.cpp) and the CUDA backend (host/cuda_backend.cpp) are the
+// two implementations.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "gbf/filter.hpp"
+#include "gbf/layout.hpp"
+
+namespace gbf::detail {
+
+/// Where a caller's key or result array lives.
+enum class memory_space { host, device };
+
+/// A caller's batch of integer keys. `space` says where `data` (and the
+/// matching result array) live; backends never copy it to find out.
+struct key_batch {
+  const void* data = nullptr;
+  std::size_t count = 0;
+  key_kind kind = key_kind::u64;
+  memory_space space = memory_space::host;
+};
+
+/// Word-wise set operation applied by combine: union (OR) or intersection (AND).
+enum class set_op { union_or, intersect_and };
+
+class backend_impl {
+ public:
+  virtual ~backend_impl() = default;
+
+  /// cpu or gpu.
+  virtual backend kind() const noexcept = 0;
+  /// The layout this backend holds.
+  virtual const layout& get_layout() const noexcept = 0;
+
+  /// Sets the bits of every key.
+  virtual void add(const key_batch& keys) = 0;
+  /// Sets the bits of every key; is_new[i] = key i was absent before it was added,
+  /// in batch order (sequential semantics: a key made present by an earlier key
+  /// of the same batch, itself included, is not new). is_new is in keys.space.
+  virtual void add_new(const key_batch& keys, bool* is_new) = 0;
+  /// found[i] = all bits of key i are set. found is in keys.space.
+  virtual void contains(const key_batch& keys, bool* found) const = 0;
+  /// Number of keys whose bits are all set.
+  virtual std::uint64_t count(const key_batch& keys) const = 0;
+
+  /// Zeroes the bit array.
+  virtual void clear() = 0;
+  /// this = this op other; `other` has the same kind and layout (checked by the caller).
+  virtual void combine(const backend_impl& other, set_op op) = 0;
+  /// this = this op words, `words` being num_words host words of the same layout.
+  virtual void combine_host(const std::uint32_t* words, set_op op) = 0;
+  /// Popcount of the bit array.
+  virtual std::uint64_t popcount() const = 0;
+  /// Copies the num_words words to host memory `out`.
+  virtual void read_words(std::uint32_t* out) const = 0;
+  /// Replaces the bit array with num_words host words from `in`.
+  virtual void write_words(const std::uint32_t* in) = 0;
+
+  // GPU-only operations. The CPU backend keeps these defaults, which throw wrong_backend.
+  virtual void add_async(const key_batch& keys, stream_t stream);
+  virtual void contains_async(const key_batch& keys, bool* found, stream_t stream) const;
+  virtual void count_async(const key_batch& keys, std::uint64_t* count, stream_t stream) const;
+  virtual const std::uint32_t* device_words() const;
+};
+
+/// CPU backend of layout `l`, zeroed. `threads` = 0 means all hardware threads;
+/// simd = avx2 throws invalid_argument where the CPU lacks AVX2. `description`
+/// receives e.g. "cpu (avx2, 16 threads)".
+std::unique_ptr<backend_impl> make_cpu_backend(const layout& l, cpu_simd simd, unsigned threads,
+                                               std::string* description);
+
+/// CUDA backend of layout `l` on the current device, zeroed. Host batches
+/// stream through `streams` slots of `chunk_keys` keys each (0 = defaults, see
+/// gbf::options). Throws no_gpu when there is no usable GPU (or gbf was built
+/// without CUDA), allocation_error when the bit array does not fit.
+/// `description` receives e.g. "gpu (NVIDIA H100 80GB HBM3, 79.1 GiB)".
+std::unique_ptr<backend_impl> make_gpu_backend(const layout& l, std::size_t chunk_keys,
+                                               unsigned streams, std::string* description);
+
+/// Copies `bytes` from device memory `src` to host memory `dst` (synchronous).
+void copy_device_to_host(void* dst, const void* src, std::size_t bytes);
+
+/// Whether `p` points to device memory (device or managed allocations). Host
+/// memory, pinned host memory and any pointer when no GPU exists answer host.
+memory_space locate(const void* p);
+
+}  // namespace gbf::detail

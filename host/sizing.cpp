@@ -1,0 +1,154 @@
+// Sizing math; the model is stated in include/gbf/sizing.hpp.
+#include "gbf/sizing.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+
+#include "gbf/error.hpp"
+
+namespace gbf {
+namespace {
+
+// ln(31/32): the log-probability that one probe misses a given bit of its word.
+const double log_bit_miss = std::log1p(-1.0 / bits_per_word);
+
+// Probes per word come in at most two counts: ceil(k/W) for the first k mod W
+// words and floor(k/W) >= 1 (k >= W) for the rest.
+struct probe_split {
+  std::uint32_t words_hi, probes_hi;  // words with ceil(k/W) probes
+  std::uint32_t words_lo, probes_lo;  // words with floor(k/W) probes
+};
+
+probe_split split_probes(const layout& l) {
+  const std::uint32_t w = l.words_per_block, k = l.bits_per_key;
+  return {k % w, k / w + 1, w - k % w, k / w};
+}
+
+// P(a random absent key's bits are all set | its block holds j keys).
+// A word with c probes per key holds j*c probe results; one bit stays clear with
+// probability (31/32)^(j c), and the query needs its c bits set: (1 - that)^c.
+double block_fpr(const probe_split& s, double j) {
+  auto word_term = [j](std::uint32_t probes) {
+    return probes * std::log(-std::expm1(j * probes * log_bit_miss));
+  };
+  double log_fpr = 0;
+  if (s.words_hi > 0) log_fpr += s.words_hi * word_term(s.probes_hi);
+  log_fpr += s.words_lo * word_term(s.probes_lo);
+  return std::exp(log_fpr);
+}
+
+[[noreturn]] void reject(const std::string& what) { throw invalid_argument(what); }
+
+std::string format_double(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+}  // namespace
+
+double expected_fpr(const layout& l, double num_keys) {
+  if (!(num_keys > 0)) return 0.0;
+  const probe_split s = split_probes(l);
+  const double lambda = num_keys / static_cast<double>(l.num_blocks);
+  // Sum the Poisson(lambda) mixture outward from the mode until the pmf is
+  // negligible; the block FPR is at most 1, so the dropped mass bounds the error.
+  constexpr double negligible = 1e-18;
+  const double mode = std::floor(lambda);
+  auto log_pmf = [lambda](double j) { return -lambda + j * std::log(lambda) - std::lgamma(j + 1); };
+  double total = 0;
+  for (double j = mode;; j += 1) {
+    const double p = std::exp(log_pmf(j));
+    total += p * block_fpr(s, j);
+    if (p < negligible && j > lambda) break;
+  }
+  for (double j = mode - 1; j >= 0; j -= 1) {
+    const double p = std::exp(log_pmf(j));
+    total += p * block_fpr(s, j);
+    if (p < negligible) break;
+  }
+  return total;
+}
+
+layout size_for(std::uint64_t capacity, double fpp, const shape& s) {
+  if (capacity == 0) reject("capacity must be at least 1 key");
+  if (std::isnan(fpp)) reject("fpp is NaN; it must be a probability in (0, 1)");
+  if (!(fpp > 0.0 && fpp < 1.0)) reject("fpp must be in (0, 1), got " + format_double(fpp));
+  layout l;
+  l.words_per_block = s.words_per_block;
+  l.bits_per_key = s.bits_per_key;
+  l.seed = s.seed;
+  if (const char* problem = layout_problem(l)) reject(std::string("invalid shape: ") + problem);
+
+  const double n = static_cast<double>(capacity);
+  auto fpr_with = [&](std::uint64_t num_blocks) {
+    layout candidate = l;
+    candidate.num_blocks = num_blocks;
+    return expected_fpr(candidate, n);
+  };
+  if (fpr_with(max_num_blocks) > fpp) {
+    const double block_bytes = static_cast<double>(l.words_per_block) * bytes_per_word;
+    reject("capacity " + std::to_string(capacity) + " at fpp " + format_double(fpp) +
+           " needs more than 2^32 blocks (" + format_double(block_bytes * 4294967296.0 / 1073741824.0) +
+           " GiB), the largest filter gbf can address; lower the capacity or raise fpp");
+  }
+  // The FPR falls monotonically as blocks are added (fewer keys per block), so
+  // binary-search the smallest num_blocks that meets the target.
+  std::uint64_t lo = 1, hi = max_num_blocks;
+  while (lo < hi) {
+    const std::uint64_t mid = lo + (hi - lo) / 2;
+    if (fpr_with(mid) <= fpp) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  l.num_blocks = lo;
+  return l;
+}
+
+double classic_bits_per_key(double fpp) {
+  if (!(fpp > 0.0 && fpp < 1.0)) reject("fpp must be in (0, 1), got " + format_double(fpp));
+  const double ln2 = std::log(2.0);
+  return -std::log(fpp) / (ln2 * ln2);
+}
+
+double bits_per_key_at(const layout& l, std::uint64_t capacity) {
+  if (capacity == 0) reject("capacity must be at least 1 key");
+  return static_cast<double>(l.num_bits()) / static_cast<double>(capacity);
+}
+
+double estimate_distinct_keys(const layout& l, std::uint64_t bits_set) {
+  const double num_bits = static_cast<double>(l.num_bits());
+  if (bits_set == 0) return 0.0;
+  if (static_cast<double>(bits_set) >= num_bits) return std::numeric_limits<double>::infinity();
+  const probe_split s = split_probes(l);
+  const double num_blocks = static_cast<double>(l.num_blocks);
+  // One key hits a given bit of word w of a given block with probability
+  // q_w = (1 - (31/32)^c_w) / num_blocks; ln(1 - q_w) per key.
+  auto log_keep = [&](std::uint32_t probes) {
+    return std::log1p(-(-std::expm1(probes * log_bit_miss)) / num_blocks);
+  };
+  const double unset_fraction = 1.0 - static_cast<double>(bits_set) / num_bits;
+  const double log_keep_lo = log_keep(s.probes_lo);
+  // k a multiple of W: every word has k/W probes and unset_fraction = (1 - q)^n.
+  if (s.words_hi == 0) return std::log(unset_fraction) / log_keep_lo;
+  // Two probe counts: the expected unset fraction is a mix of two exponentials
+  // in n, decreasing in n; bisect.
+  const double frac_hi = static_cast<double>(s.words_hi) / l.words_per_block;
+  const double log_keep_hi = log_keep(s.probes_hi);
+  auto unset_after = [&](double n) {
+    return frac_hi * std::exp(n * log_keep_hi) + (1.0 - frac_hi) * std::exp(n * log_keep_lo);
+  };
+  double lo = 0, hi = 1;
+  while (unset_after(hi) > unset_fraction) hi *= 2;
+  for (int i = 0; i < 200 && hi - lo > 1e-9 * hi; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (unset_after(mid) > unset_fraction ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+}  // namespace gbf

@@ -1,0 +1,63 @@
+// Typed errors. Every failure gbf reports is one of these; each message names
+// the problem (the argument, the layouts, the CUDA call) in plain words.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace gbf {
+
+/// Base of every gbf error.
+class error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// An argument is out of range or inconsistent (capacity 0, fpp outside (0,1), bad layout, ...).
+class invalid_argument : public error {
+ public:
+  using error::error;
+};
+
+/// Two filters whose layouts differ were combined (merge, intersect, copy).
+class layout_mismatch : public error {
+ public:
+  using error::error;
+};
+
+/// A filter or staging buffer could not be allocated; `bytes` is the request.
+class allocation_error : public error {
+ public:
+  allocation_error(const std::string& what, std::uint64_t bytes) : error(what), bytes_(bytes) {}
+  /// Size of the failed request in bytes.
+  std::uint64_t bytes() const noexcept { return bytes_; }
+
+ private:
+  std::uint64_t bytes_;
+};
+
+/// The GPU backend was requested but no usable GPU or driver exists.
+class no_gpu : public error {
+ public:
+  using error::error;
+};
+
+/// The operation needs a backend this filter does not use (e.g. an async call on a CPU filter).
+class wrong_backend : public error {
+ public:
+  using error::error;
+};
+
+/// A CUDA runtime call failed; the message holds the call, file:line and CUDA's text.
+class cuda_error : public error {
+ public:
+  cuda_error(const std::string& what, int code) : error(what), code_(code) {}
+  /// The cudaError_t value.
+  int code() const noexcept { return code_; }
+
+ private:
+  int code_;
+};
+
+}  // namespace gbf

@@ -1,0 +1,214 @@
+// gbf::filter — a blocked Bloom filter on the GPU or the CPU, same bits on both.
+//
+//   auto f = gbf::filter::create(10'000'000, 0.01);   // backend: GPU if present
+//   f.add(keys.data(), keys.size());                   // host or device pointer
+//   f.contains(queries.data(), queries.size(), hits);  // hits: bool per key
+//
+// Keys are 32- or 64-bit integers (signed or unsigned; they hash their
+// little-endian bytes). Key and result pointers may be host or device memory
+// (the two must be in the same space); host batches of any size stream to the
+// GPU through fixed pinned staging buffers. The `_async` variants take device
+// pointers and a CUDA stream and are stream-ordered like CUB: they return
+// before the work finishes and never synchronize.
+//
+// A filter object is not thread-safe: drive one filter from one host thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "gbf/error.hpp"
+#include "gbf/layout.hpp"
+#include "gbf/sizing.hpp"
+
+struct CUstream_st;
+
+namespace gbf {
+
+/// A CUDA stream handle (the same type as cudaStream_t); nullptr is the default stream.
+using stream_t = CUstream_st*;
+
+/// Where a filter's bits live and its operations run.
+enum class backend { cpu, gpu, automatic };
+
+/// Which CPU kernel runs: the portable scalar one, AVX2, or the best available.
+enum class cpu_simd { automatic, scalar, avx2 };
+
+/// How a filter is placed and run.
+struct options {
+  backend where = backend::automatic;   ///< automatic: GPU when one is usable, else CPU.
+  cpu_simd simd = cpu_simd::automatic;  ///< CPU kernel; avx2 throws where the CPU lacks it.
+  unsigned cpu_threads = 0;             ///< CPU worker threads, 0 = all hardware threads.
+  std::size_t gpu_chunk_keys = 0;       ///< Keys per pinned staging chunk for host batches, 0 = 4 Mi.
+  unsigned gpu_streams = 0;             ///< Streams overlapping copy/kernel/copy, 0 = 3.
+};
+
+/// Whether a usable GPU exists and, when not, why (e.g. "no CUDA driver").
+struct gpu_status {
+  bool available = false;
+  std::string description;  ///< GPU name and memory, or the reason there is none.
+};
+
+/// Probes the CUDA runtime once; never throws. A missing driver reads as "no GPU".
+gpu_status query_gpu();
+
+/// True when the running CPU supports the AVX2 kernel.
+bool cpu_has_avx2();
+
+/// One line describing `l`, e.g. "8 words/block, 8 bits/key, seed 0, xxh64, 4096 blocks (128 KiB)".
+std::string to_string(const layout& l);
+
+/// "cpu", "gpu" or "auto".
+const char* to_string(backend b);
+
+/// A filter's occupancy and what it implies.
+struct filter_stats {
+  std::uint64_t bits_set = 0;     ///< Popcount of the bit array.
+  std::uint64_t num_bits = 0;     ///< Size of the bit array in bits.
+  double fill_ratio = 0;          ///< bits_set / num_bits.
+  double estimated_keys = 0;      ///< Distinct keys inferred from bits_set.
+  double estimated_fpr = 0;       ///< Expected FPR at estimated_keys.
+  std::uint64_t keys_added = 0;   ///< Keys passed to add/add_new so far (duplicates included).
+  std::uint64_t capacity = 0;     ///< Capacity it was sized for (0 when built from a layout).
+  bool over_capacity = false;     ///< estimated_keys > capacity: the FPR is climbing past target.
+};
+
+/// Outcome of recomputing a batch's answers on the CPU.
+struct verify_report {
+  std::uint64_t keys_checked = 0;
+  std::uint64_t mismatches = 0;
+  std::uint64_t first_mismatch = 0;  ///< Index of the first mismatch (valid when mismatches > 0).
+  bool ok() const { return mismatches == 0; }
+};
+
+namespace detail {
+class backend_impl;
+enum class key_kind { u32, u64 };
+template <class Key>
+constexpr key_kind key_kind_of() {
+  static_assert(std::is_integral_v<Key> && (sizeof(Key) == 4 || sizeof(Key) == 8),
+                "gbf keys are 32- or 64-bit integers");
+  return sizeof(Key) == 4 ? key_kind::u32 : key_kind::u64;
+}
+}  // namespace detail
+
+class filter {
+ public:
+  /// A filter sized for `capacity` keys at false-positive rate `fpp` (see size_for).
+  static filter create(std::uint64_t capacity, double fpp, const options& opts = {},
+                       const shape& s = {});
+
+  /// An empty filter of explicit layout `l`; `capacity` (0 = unknown) feeds stats().
+  explicit filter(const layout& l, const options& opts = {}, std::uint64_t capacity = 0);
+
+  /// A filter of layout `l` holding `words` (l.num_words() host words, e.g. from a file).
+  static filter from_words(const layout& l, const std::uint32_t* words, const options& opts = {},
+                           std::uint64_t capacity = 0);
+
+  filter(filter&&) noexcept;
+  filter& operator=(filter&&) noexcept;
+  filter(const filter&) = delete;
+  filter& operator=(const filter&) = delete;
+  ~filter();
+
+  /// A deep copy of this filter on backend `where` (cpu or gpu): same layout, same bits.
+  filter copy_to(backend where, const options& opts = {}) const;
+
+  /// The layout (geometry, hash, seed).
+  const layout& get_layout() const noexcept { return layout_; }
+  /// The backend actually in use: cpu or gpu, never automatic.
+  backend where() const noexcept;
+  /// One line naming the backend and why it was chosen, e.g. "cpu (avx2, 16 threads): no GPU: ...".
+  const std::string& backend_description() const noexcept { return description_; }
+  /// Capacity the filter was sized for, 0 when unknown.
+  std::uint64_t capacity() const noexcept { return capacity_; }
+
+  /// Adds `n` keys (host or device memory).
+  template <class Key>
+  void add(const Key* keys, std::size_t n) {
+    add_impl(keys, n, detail::key_kind_of<Key>());
+  }
+  /// Adds `n` keys and sets is_new[i] to whether key i was absent before it was added
+  /// (in batch order: a repeated key is new only the first time, as BF.MADD reports).
+  template <class Key>
+  void add_new(const Key* keys, std::size_t n, bool* is_new) {
+    add_new_impl(keys, n, detail::key_kind_of<Key>(), is_new);
+  }
+  /// Sets found[i] to whether key i may be present (false means definitely absent).
+  template <class Key>
+  void contains(const Key* keys, std::size_t n, bool* found) const {
+    contains_impl(keys, n, detail::key_kind_of<Key>(), found);
+  }
+  /// Number of the `n` keys that may be present.
+  template <class Key>
+  std::uint64_t count(const Key* keys, std::size_t n) const {
+    return count_impl(keys, n, detail::key_kind_of<Key>());
+  }
+
+  /// Stream-ordered add of device-resident keys (GPU backend only; throws wrong_backend).
+  template <class Key>
+  void add_async(const Key* device_keys, std::size_t n, stream_t stream) {
+    add_async_impl(device_keys, n, detail::key_kind_of<Key>(), stream);
+  }
+  /// Stream-ordered contains; `device_found` is device memory of n bools.
+  template <class Key>
+  void contains_async(const Key* device_keys, std::size_t n, bool* device_found,
+                      stream_t stream) const {
+    contains_async_impl(device_keys, n, detail::key_kind_of<Key>(), device_found, stream);
+  }
+  /// Stream-ordered count; the result lands in device memory `device_count` (one uint64).
+  template <class Key>
+  void count_async(const Key* device_keys, std::size_t n, std::uint64_t* device_count,
+                   stream_t stream) const {
+    count_async_impl(device_keys, n, detail::key_kind_of<Key>(), device_count, stream);
+  }
+
+  /// Recomputes `found` (answers for `keys`, host or device memory) on the CPU from
+  /// a host copy of the bits and reports every disagreement.
+  template <class Key>
+  verify_report verify_contains(const Key* keys, std::size_t n, const bool* found) const {
+    return verify_impl(keys, n, detail::key_kind_of<Key>(), found);
+  }
+
+  /// Sets every bit to zero (keeps layout and capacity; resets keys_added).
+  void clear();
+  /// this |= other (union). Throws layout_mismatch when the layouts differ.
+  void merge(const filter& other);
+  /// this &= other (intersection; may hold false positives of both). Throws layout_mismatch.
+  void intersect(const filter& other);
+
+  /// Popcount of the bit array.
+  std::uint64_t bits_set() const;
+  /// Fill ratio, estimated distinct keys and FPR, and the over-capacity flag.
+  filter_stats stats() const;
+  /// The bit array as host words (num_words of them, word i of block b at b * W + i).
+  std::vector<std::uint32_t> words() const;
+  /// Device address of the bit array (GPU backend only), for custom kernels.
+  const std::uint32_t* device_words() const;
+
+ private:
+  void add_impl(const void* keys, std::size_t n, detail::key_kind kind);
+  void add_new_impl(const void* keys, std::size_t n, detail::key_kind kind, bool* is_new);
+  void contains_impl(const void* keys, std::size_t n, detail::key_kind kind, bool* found) const;
+  std::uint64_t count_impl(const void* keys, std::size_t n, detail::key_kind kind) const;
+  void add_async_impl(const void* keys, std::size_t n, detail::key_kind kind, stream_t stream);
+  void contains_async_impl(const void* keys, std::size_t n, detail::key_kind kind, bool* found,
+                           stream_t stream) const;
+  void count_async_impl(const void* keys, std::size_t n, detail::key_kind kind,
+                        std::uint64_t* count, stream_t stream) const;
+  verify_report verify_impl(const void* keys, std::size_t n, detail::key_kind kind,
+                            const bool* found) const;
+  void combine(const filter& other, bool is_union);
+
+  layout layout_;
+  std::unique_ptr<detail::backend_impl> impl_;
+  std::uint64_t capacity_ = 0;
+  std::uint64_t keys_added_ = 0;
+  std::string description_;
+};
+
+}  // namespace gbf

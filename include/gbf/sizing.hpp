@@ -1,0 +1,46 @@
+// Sizing: from what users know (capacity n, target false-positive rate) to a
+// layout, using the exact expected FPR of the blocked layout rather than the
+// classic Bloom formula, which underestimates a blocked filter's FPR.
+//
+// Model. With n keys in B blocks, the keys in one block are ~ Poisson(n / B).
+// A block holding j keys answers a random absent key with probability
+//   fpr_block(j) = prod_w (1 - (31/32)^(j * c_w))^c_w
+// where c_w is the number of probes landing in word w (k / W for the split
+// layout). The filter's FPR is E_j[fpr_block(j)] = sum_j Pois(j) fpr_block(j).
+// This is the standard blocked-filter analysis (Putze, Sanders, Singler 2007,
+// "Cache-, Hash- and Space-Efficient Bloom Filters"), specialised to words.
+#pragma once
+
+#include <cstdint>
+
+#include "gbf/layout.hpp"
+
+namespace gbf {
+
+/// The shape of a filter apart from its size: block width, bits per key, seed.
+struct shape {
+  std::uint32_t words_per_block = 8;  ///< W, one of 1, 2, 4, 8, 16.
+  std::uint32_t bits_per_key = 8;     ///< k, W <= k <= 32.
+  std::uint64_t seed = 0;             ///< xxh64 seed.
+};
+
+/// Expected FPR of `l` holding `num_keys` distinct keys (exact Poisson model above).
+double expected_fpr(const layout& l, double num_keys);
+
+/// Smallest layout of shape `s` whose expected FPR at `capacity` keys is <= `fpp`.
+/// Throws invalid_argument for capacity 0, fpp not in (0, 1) or NaN, a bad shape,
+/// or a filter that would need more than 2^32 blocks.
+layout size_for(std::uint64_t capacity, double fpp, const shape& s = {});
+
+/// Bits per key of the classic (unblocked) Bloom filter for `fpp`: -ln(fpp) / ln(2)^2.
+double classic_bits_per_key(double fpp);
+
+/// Bits per key `l` spends at `capacity` keys: l.num_bits() / capacity.
+double bits_per_key_at(const layout& l, std::uint64_t capacity);
+
+/// Estimated distinct keys in a filter of layout `l` with `bits_set` bits set,
+/// inverting E[unset bits] = sum_w (1 - q_w)^n, q_w = (1 - (31/32)^c_w) / num_blocks.
+/// Returns +infinity for a full filter.
+double estimate_distinct_keys(const layout& l, std::uint64_t bits_set);
+
+}  // namespace gbf

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what gbf needs to build and test on a fresh Debian/Ubuntu machine,
+# skipping packages that are already there. The CUDA toolkit is not installed
+# here: with nvcc on PATH (or in /usr/local/cuda/bin) gbf builds its GPU
+# backend, without it the CPU backend alone.
+set -euo pipefail
+
+packages=(cmake make g++ libgtest-dev libgmock-dev libbenchmark-dev libxxhash-dev libcli11-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+  echo "setup: nvcc found in /usr/local/cuda/bin" >&2
+fi
