@@ -16,9 +16,13 @@
 #endif
 
 // Loop unrolling hint understood by both nvcc and GCC/Clang (without
-// tripping -Wunknown-pragmas on the host compiler).
-#if defined(__CUDACC__)
+// tripping -Wunknown-pragmas on the host compiler). Under nvcc only the device
+// pass gets `#pragma unroll`: nvcc forwards pragmas of the host pass to the
+// host compiler, which does not know it, and rejects `#pragma GCC unroll`.
+#if defined(__CUDA_ARCH__)
 #define GBF_UNROLL _Pragma("unroll")
+#elif defined(__CUDACC__)
+#define GBF_UNROLL
 #elif defined(__clang__)
 #define GBF_UNROLL _Pragma("clang loop unroll(full)")
 #elif defined(__GNUC__)

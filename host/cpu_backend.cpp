@@ -1,0 +1,315 @@
+// The CPU backend: the bit array in host memory, the kernels of
+// host/cpu_kernels.hpp chosen once per filter, and threads for big batches.
+//
+// Threads. A batch of at least 2 * min_keys_per_thread keys is split over
+// threads. contains and count only read, so they split by key range.
+//
+// add and add_new write, and split by block instead. add_new must answer
+// exactly as the sequential loop would (backend.hpp): key i's answer depends on
+// every earlier key of the batch that shares its block. Blocks are
+// independent, so thread t owns blocks [t*B/T, (t+1)*B/T), reads the hashes of
+// the whole batch in order and handles the keys that land in its blocks. Each
+// thread then sees exactly the keys of its blocks in batch order, which is
+// what the sequential loop does to those blocks, and no two threads write the
+// same word, so plain (SIMD) ORs are safe. The hashes are computed once, in
+// parallel, beforehand.
+//
+// add takes the same path rather than splitting by key with atomic fetch_or:
+// a lock-prefixed OR per word (8 per key) drains the store buffer and stops a
+// core overlapping its cache misses. Measured on a 2-core x86 (125 MiB filter,
+// 10 M keys): atomic add on 2 threads ran at 26 M keys/s against 45 M keys/s
+// for one thread with plain ORs.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "gbf/error.hpp"
+#include "gbf/filter.hpp"
+#include "host/backend.hpp"
+#include "host/cpu_kernels.hpp"
+
+namespace gbf {
+
+bool cpu_has_avx2() {
+#if GBF_CPU_X86
+  __builtin_cpu_init();  // needed when called before static initialization completes
+  return __builtin_cpu_supports("avx2") != 0;
+#else
+  return false;
+#endif
+}
+
+namespace detail {
+namespace {
+
+using cpu::kernel_op;
+using cpu::kernel_set;
+using cpu::key_hashes;
+using cpu::range_job;
+using cpu::stored_hashes;
+
+/// Keys below which one more thread costs more than it saves (thread start is ~10 us).
+constexpr std::uint64_t min_keys_per_thread = std::uint64_t{1} << 16;
+/// Words (4 MiB) below which popcount and combine stay on fewer threads.
+constexpr std::uint64_t min_words_per_thread = std::uint64_t{1} << 20;
+/// add_new's threads keep this many hashes at a time (32 MiB), bounding its
+/// scratch memory whatever the batch size; chunks run one after another, which
+/// keeps batch order.
+constexpr std::uint64_t owned_chunk_keys = std::uint64_t{1} << 22;
+/// Alignment of the bit array: a block (at most 16 words = 64 bytes) never
+/// straddles a cache line, and AVX2 loads of a block are aligned.
+constexpr std::uint64_t cache_line_bytes = 64;
+
+static_assert(sizeof(std::size_t) >= sizeof(std::uint64_t),
+              "the largest filter (2^38 bytes) needs a 64-bit size_t");
+
+struct free_deleter {
+  void operator()(std::uint32_t* p) const noexcept { std::free(p); }
+};
+using word_array = std::unique_ptr<std::uint32_t[], free_deleter>;
+
+/// The zeroed, 64-byte aligned bit array of `l`.
+word_array allocate_words(const layout& l) {
+  const std::uint64_t bytes = l.size_bytes();
+  // aligned_alloc takes only multiples of the alignment.
+  const std::uint64_t padded = (bytes + cache_line_bytes - 1) / cache_line_bytes * cache_line_bytes;
+  void* memory = std::aligned_alloc(cache_line_bytes, padded);
+  if (memory == nullptr)
+    throw allocation_error("cannot allocate the CPU filter's bit array of " +
+                               std::to_string(bytes) + " bytes",
+                           bytes);
+  std::memset(memory, 0, padded);
+  return word_array(static_cast<std::uint32_t*>(memory));
+}
+
+/// Start of part `part` when [0, n) is cut into `parts` contiguous ranges whose
+/// sizes differ by at most one (no n * part product, so no overflow).
+std::uint64_t part_begin(std::uint64_t n, unsigned parts, unsigned part) {
+  return n / parts * part + std::min<std::uint64_t>(part, n % parts);
+}
+
+/// Calls fn(part, begin, end) for each of `parts` ranges of [0, n): part 0 on the
+/// calling thread, the others on threads of their own. A thread that cannot be
+/// started leaves its part to the calling thread: the work is done either way.
+template <class Fn>
+void run_in_parts(unsigned parts, std::uint64_t n, const Fn& fn) {
+  std::vector<std::thread> workers;
+  workers.reserve(parts - 1);
+  struct join_all {
+    std::vector<std::thread>& threads;
+    ~join_all() {
+      for (std::thread& t : threads) t.join();
+    }
+  } joiner{workers};
+  for (unsigned part = 1; part < parts; ++part) {
+    const std::uint64_t begin = part_begin(n, parts, part);
+    const std::uint64_t end = part_begin(n, parts, part + 1);
+    try {
+      workers.emplace_back([&fn, part, begin, end] { fn(part, begin, end); });
+    } catch (const std::system_error&) {
+      fn(part, begin, end);
+    }
+  }
+  fn(0u, part_begin(n, parts, 0), part_begin(n, parts, 1));
+}
+
+void require_host(const key_batch& keys) {
+  if (keys.space == memory_space::device)
+    throw invalid_argument(
+        "keys are in device memory but this filter uses the CPU backend; copy them to the "
+        "host or use the GPU backend");
+}
+
+class cpu_backend final : public backend_impl {
+ public:
+  cpu_backend(const layout& l, bool use_avx2, unsigned num_threads)
+      : layout_(checked(l)),
+        num_threads_(num_threads),
+        kernels_(cpu::select_kernels(l.words_per_block, use_avx2)),
+        words_(allocate_words(l)) {}
+
+  /// e.g. "cpu (avx2, 16 threads)": the kernel that actually runs for this layout.
+  std::string description() const {
+    return std::string("cpu (") + kernels_.isa + ", " + std::to_string(num_threads_) +
+           (num_threads_ == 1 ? " thread)" : " threads)");
+  }
+
+  backend kind() const noexcept override { return backend::cpu; }
+  const layout& get_layout() const noexcept override { return layout_; }
+
+  void add(const key_batch& keys) override { run_owned(kernel_op::add, keys, nullptr); }
+
+  void add_new(const key_batch& keys, bool* is_new) override {
+    run_owned(kernel_op::add_new, keys, is_new);
+  }
+
+  void contains(const key_batch& keys, bool* found) const override {
+    run_keys(kernel_op::contains, keys, found, key_parts(keys.count));
+  }
+
+  std::uint64_t count(const key_batch& keys) const override {
+    return run_keys(kernel_op::count, keys, nullptr, key_parts(keys.count));
+  }
+
+  void clear() override { std::memset(words_.get(), 0, layout_.size_bytes()); }
+
+  void combine(const backend_impl& other, set_op op) override {
+    const auto* cpu_other = dynamic_cast<const cpu_backend*>(&other);
+    if (cpu_other == nullptr || cpu_other->layout_ != layout_)
+      throw invalid_argument("combine needs another CPU filter of the same layout");
+    combine_host(cpu_other->words_.get(), op);
+  }
+
+  void combine_host(const std::uint32_t* other, set_op op) override {
+    std::uint32_t* const words = words_.get();
+    run_in_parts(word_parts(), layout_.num_words(),
+                 [words, other, op](unsigned, std::uint64_t begin, std::uint64_t end) {
+                   if (op == set_op::union_or) {
+                     for (std::uint64_t i = begin; i < end; ++i) words[i] |= other[i];
+                   } else {
+                     for (std::uint64_t i = begin; i < end; ++i) words[i] &= other[i];
+                   }
+                 });
+  }
+
+  std::uint64_t popcount() const override {
+    const std::uint32_t* const words = words_.get();
+    const unsigned parts = word_parts();
+    std::vector<std::uint64_t> counts(parts);
+    run_in_parts(parts, layout_.num_words(),
+                 [words, &counts](unsigned part, std::uint64_t begin, std::uint64_t end) {
+                   std::uint64_t bits = 0;
+                   for (std::uint64_t i = begin; i < end; ++i)
+                     bits += static_cast<std::uint64_t>(__builtin_popcount(words[i]));
+                   counts[part] = bits;
+                 });
+    return std::accumulate(counts.begin(), counts.end(), std::uint64_t{0});
+  }
+
+  void read_words(std::uint32_t* out) const override {
+    std::memcpy(out, words_.get(), layout_.size_bytes());
+  }
+
+  void write_words(const std::uint32_t* in) override {
+    std::memcpy(words_.get(), in, layout_.size_bytes());
+  }
+
+ private:
+  static const layout& checked(const layout& l) {
+    if (const char* problem = layout_problem(l))
+      throw invalid_argument(std::string("invalid layout: ") + problem);
+    return l;
+  }
+
+  /// Threads worth using for `work` items when each should get at least `min_per_thread`.
+  unsigned parts_for(std::uint64_t work, std::uint64_t min_per_thread) const {
+    return static_cast<unsigned>(
+        std::clamp<std::uint64_t>(work / min_per_thread, 1, num_threads_));
+  }
+  unsigned key_parts(std::uint64_t num_keys) const {
+    return parts_for(num_keys, min_keys_per_thread);
+  }
+  unsigned word_parts() const { return parts_for(layout_.num_words(), min_words_per_thread); }
+
+  template <class Hashes>
+  range_job<Hashes> make_job(kernel_op op, Hashes hash_of, std::size_t begin, std::size_t end,
+                             bool* results) const {
+    return {op,      hash_of,    begin, end, words_.get(), layout_.num_blocks, layout_.bits_per_key,
+            0,       layout_.num_blocks, results};
+  }
+
+  /// Calls fn(hash_of, kernel) with the hash source and kernel of the batch's key type.
+  template <class Fn>
+  std::uint64_t with_hashes(const key_batch& keys, const Fn& fn) const {
+    require_host(keys);
+    if (keys.kind == key_kind::u32)
+      return fn(key_hashes<std::uint32_t>{static_cast<const std::uint32_t*>(keys.data), layout_.seed},
+                kernels_.u32_keys);
+    return fn(key_hashes<std::uint64_t>{static_cast<const std::uint64_t*>(keys.data), layout_.seed},
+              kernels_.u64_keys);
+  }
+
+  /// Runs `op` over the batch in `parts` contiguous key ranges; returns the summed count.
+  std::uint64_t run_keys(kernel_op op, const key_batch& keys, bool* results,
+                         unsigned parts) const {
+    return with_hashes(keys, [&](auto hash_of, auto kernel) {
+      std::vector<std::uint64_t> counts(parts);
+      run_in_parts(parts, keys.count, [&](unsigned part, std::uint64_t begin, std::uint64_t end) {
+        counts[part] = kernel(make_job(op, hash_of, begin, end, results));
+      });
+      return std::accumulate(counts.begin(), counts.end(), std::uint64_t{0});
+    });
+  }
+
+  /// Runs a writing `op` (add, add_new) over the batch: one thread in batch order,
+  /// or several threads each owning a block range (see the top of the file).
+  void run_owned(kernel_op op, const key_batch& keys, bool* results) {
+    const unsigned parts = static_cast<unsigned>(
+        std::min<std::uint64_t>(key_parts(keys.count), layout_.num_blocks));
+    if (parts == 1) {
+      run_keys(op, keys, results, 1);
+      return;
+    }
+    with_hashes(keys, [&](auto hash_of, auto) {
+      std::vector<std::uint64_t> hashes = scratch_hashes(std::min(keys.count, owned_chunk_keys));
+      for (std::size_t chunk = 0; chunk < keys.count; chunk += owned_chunk_keys) {
+        const std::size_t chunk_keys = std::min(keys.count - chunk, owned_chunk_keys);
+        run_in_parts(parts, chunk_keys, [&](unsigned, std::uint64_t begin, std::uint64_t end) {
+          for (std::size_t i = begin; i < end; ++i) hashes[i] = hash_of(chunk + i);
+        });
+        run_in_parts(parts, layout_.num_blocks,
+                     [&](unsigned, std::uint64_t first_block, std::uint64_t end_block) {
+                       range_job<stored_hashes> job =
+                           make_job(op, stored_hashes{hashes.data()}, 0, chunk_keys,
+                                    results == nullptr ? nullptr : results + chunk);
+                       job.first_block = first_block;
+                       job.owned_blocks = end_block - first_block;
+                       kernels_.stored(job);
+                     });
+      }
+      return std::uint64_t{0};
+    });
+  }
+
+  static std::vector<std::uint64_t> scratch_hashes(std::uint64_t count) {
+    try {
+      return std::vector<std::uint64_t>(count);
+    } catch (const std::bad_alloc&) {
+      const std::uint64_t bytes = count * sizeof(std::uint64_t);
+      throw allocation_error("cannot allocate " + std::to_string(bytes) +
+                                 " bytes of scratch hashes for add_new",
+                             bytes);
+    }
+  }
+
+  layout layout_;
+  unsigned num_threads_;
+  kernel_set kernels_;
+  word_array words_;
+};
+
+}  // namespace
+
+std::unique_ptr<backend_impl> make_cpu_backend(const layout& l, cpu_simd simd, unsigned threads,
+                                               std::string* description) {
+  const bool have_avx2 = cpu_has_avx2();
+  if (simd == cpu_simd::avx2 && !have_avx2)
+    throw invalid_argument(
+        "cpu_simd::avx2 was requested but this CPU does not support AVX2; use "
+        "cpu_simd::automatic or cpu_simd::scalar");
+  const unsigned num_threads =
+      threads != 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
+  auto backend = std::make_unique<cpu_backend>(l, simd != cpu_simd::scalar && have_avx2,
+                                               num_threads);
+  if (description != nullptr) *description = backend->description();
+  return backend;
+}
+
+}  // namespace detail
+}  // namespace gbf

@@ -1,0 +1,323 @@
+// CPU kernels of the blocked Bloom filter: the per-block probe (portable
+// scalar and AVX2) and the batch loop that feeds it. Internal to
+// host/cpu_backend.cpp, which adds memory, threads and the backend_impl API.
+//
+// One loop, two instruction sets. run_range() is a template over the block
+// kernel. Each instruction set instantiates it through an entry point marked
+// `flatten`, which inlines the loop, the hash and the block kernel into that
+// one function; the AVX2 entry point also carries target("avx2"). So AVX2
+// instructions appear only inside functions that run after the run-time AVX2
+// check. Compiling a whole file with -mavx2 instead would also compile the
+// inline functions it shares with other files (xxh64, the layout helpers) for
+// AVX2, and the linker keeps any one copy of those: a scalar caller could end
+// up running AVX2 code.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "gbf/error.hpp"
+#include "gbf/hash.hpp"
+#include "gbf/layout.hpp"
+
+#if defined(__x86_64__) || defined(__i386__)
+#define GBF_CPU_X86 1
+#include <immintrin.h>
+#else
+#define GBF_CPU_X86 0
+#endif
+
+namespace gbf::detail::cpu {
+
+/// What a pass over a batch does with each key's block.
+enum class kernel_op {
+  add,         ///< OR the key's masks in; the calling thread is the only writer.
+  add_new,     ///< results[i] = some bit of key i was missing; then OR its masks in.
+  contains,    ///< results[i] = every bit of key i is set.
+  count,       ///< Returns how many keys have every bit set.
+};
+
+/// Hash of key i of a caller's batch.
+template <class Key>
+struct key_hashes {
+  const Key* keys;
+  std::uint64_t seed;
+  std::uint64_t operator()(std::size_t i) const { return hash_key(keys[i], seed); }
+};
+
+/// Hashes computed by an earlier pass (add_new's threads hash once, probe later).
+struct stored_hashes {
+  const std::uint64_t* hashes;
+  std::uint64_t operator()(std::size_t i) const { return hashes[i]; }
+};
+
+/// One pass of `op` over keys [begin, end) of a batch.
+template <class Hashes>
+struct range_job {
+  kernel_op op;
+  Hashes hash_of;
+  std::size_t begin;
+  std::size_t end;
+  std::uint32_t* words;
+  std::uint64_t num_blocks;
+  std::uint32_t bits_per_key;
+  /// Keys whose block lies outside [first_block, first_block + owned_blocks) are
+  /// skipped: add_new's threads each own a slice of the blocks.
+  std::uint64_t first_block;
+  std::uint64_t owned_blocks;
+  /// found / is_new, indexed like the batch; unused by add and count.
+  bool* results;
+};
+
+/// The portable block kernel: masks from gbf::block_masks, one word at a time.
+template <std::uint32_t WordsPerBlock>
+struct scalar_block {
+  static constexpr std::uint32_t words_per_block = WordsPerBlock;
+  static constexpr const char* name = "scalar";
+
+  static bool contains(const std::uint32_t* block, std::uint64_t h, std::uint32_t bits_per_key) {
+    std::uint32_t masks[WordsPerBlock];
+    block_masks<WordsPerBlock>(h, bits_per_key, masks);
+    std::uint32_t missing = 0;
+    for (std::uint32_t w = 0; w < WordsPerBlock; ++w) missing |= masks[w] & ~block[w];
+    return missing == 0;
+  }
+
+  static void add(std::uint32_t* block, std::uint64_t h, std::uint32_t bits_per_key) {
+    std::uint32_t masks[WordsPerBlock];
+    block_masks<WordsPerBlock>(h, bits_per_key, masks);
+    for (std::uint32_t w = 0; w < WordsPerBlock; ++w) block[w] |= masks[w];
+  }
+
+  /// Sets the key's bits; returns whether any of them was unset before.
+  static bool add_new(std::uint32_t* block, std::uint64_t h, std::uint32_t bits_per_key) {
+    std::uint32_t masks[WordsPerBlock];
+    block_masks<WordsPerBlock>(h, bits_per_key, masks);
+    std::uint32_t missing = 0;
+    for (std::uint32_t w = 0; w < WordsPerBlock; ++w) {
+      missing |= masks[w] & ~block[w];
+      block[w] |= masks[w];
+    }
+    return missing != 0;
+  }
+};
+
+#if GBF_CPU_X86
+#define GBF_TARGET_AVX2 __attribute__((target("avx2")))
+
+/// gbf::salt(0..31) laid out for aligned 8-lane loads.
+struct salt_array {
+  alignas(32) std::uint32_t values[max_bits_per_key];
+};
+constexpr salt_array make_salt_array() {
+  salt_array salts{};
+  for (std::uint32_t j = 0; j < max_bits_per_key; ++j) salts.values[j] = salt(j);
+  return salts;
+}
+inline constexpr salt_array salt_lanes = make_salt_array();
+
+/// The AVX2 block kernel for 256-bit (W = 8) and 512-bit (W = 16) blocks: the
+/// block sits in one or two registers, and all its masks come from a few
+/// multiplies and variable shifts instead of W scalar ones.
+template <std::uint32_t WordsPerBlock>
+struct avx2_block {
+  static_assert(WordsPerBlock == 8 || WordsPerBlock == 16,
+                "AVX2 kernels hold a block in one or two 256-bit registers");
+  static constexpr std::uint32_t words_per_block = WordsPerBlock;
+  static constexpr const char* name = "avx2";
+  static constexpr std::uint32_t lanes = 8;  // 32-bit words per __m256i
+  static constexpr std::uint32_t vectors = WordsPerBlock / lanes;
+
+  /// Lane i of probe_bits(h32, j) is 1 << probe_bit(h, j + i): the product's top 5 bits.
+  GBF_TARGET_AVX2 static __m256i probe_bits(__m256i h32, std::uint32_t first_probe) {
+    const __m256i salts =
+        _mm256_load_si256(reinterpret_cast<const __m256i*>(salt_lanes.values + first_probe));
+    const __m256i bit = _mm256_srli_epi32(_mm256_mullo_epi32(h32, salts), 27);
+    return _mm256_sllv_epi32(_mm256_set1_epi32(1), bit);
+  }
+
+  /// block_masks<W>, 8 probes at a time. Lane i of vector v is word 8v + i; the
+  /// probes landing there are j = gW + 8v + i for passes g = 0, 1, ... while
+  /// j < k (probe j goes to word j mod W), so each pass over the block is one
+  /// probe_bits per vector, with the lanes past k cleared on the last pass.
+  GBF_TARGET_AVX2 static void masks(std::uint64_t h, std::uint32_t bits_per_key,
+                                    __m256i (&out)[vectors]) {
+    const __m256i h32 = _mm256_set1_epi32(static_cast<int>(static_cast<std::uint32_t>(h)));
+    // Pass 0 is always whole: k >= W.
+    for (std::uint32_t v = 0; v < vectors; ++v) out[v] = probe_bits(h32, v * lanes);
+    const __m256i lane_index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (std::uint32_t pass_start = WordsPerBlock; pass_start < bits_per_key;
+         pass_start += WordsPerBlock) {
+      for (std::uint32_t v = 0; v < vectors; ++v) {
+        const std::uint32_t first_probe = pass_start + v * lanes;
+        if (first_probe >= bits_per_key) break;
+        const __m256i live = _mm256_cmpgt_epi32(
+            _mm256_set1_epi32(static_cast<int>(bits_per_key - first_probe)), lane_index);
+        out[v] = _mm256_or_si256(out[v], _mm256_and_si256(live, probe_bits(h32, first_probe)));
+      }
+    }
+  }
+
+  // The bit array is 64-byte aligned, so every block is aligned to its size.
+  GBF_TARGET_AVX2 static __m256i load(const std::uint32_t* block, std::uint32_t v) {
+    return _mm256_load_si256(reinterpret_cast<const __m256i*>(block) + v);
+  }
+  GBF_TARGET_AVX2 static void store(std::uint32_t* block, std::uint32_t v, __m256i value) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(block) + v, value);
+  }
+
+  GBF_TARGET_AVX2 static bool contains(const std::uint32_t* block, std::uint64_t h,
+                                       std::uint32_t bits_per_key) {
+    __m256i m[vectors];
+    masks(h, bits_per_key, m);
+    int present = 1;  // testc: (~block & mask) == 0
+    for (std::uint32_t v = 0; v < vectors; ++v) present &= _mm256_testc_si256(load(block, v), m[v]);
+    return present != 0;
+  }
+
+  GBF_TARGET_AVX2 static void add(std::uint32_t* block, std::uint64_t h,
+                                  std::uint32_t bits_per_key) {
+    __m256i m[vectors];
+    masks(h, bits_per_key, m);
+    for (std::uint32_t v = 0; v < vectors; ++v)
+      store(block, v, _mm256_or_si256(load(block, v), m[v]));
+  }
+
+  GBF_TARGET_AVX2 static bool add_new(std::uint32_t* block, std::uint64_t h,
+                                      std::uint32_t bits_per_key) {
+    __m256i m[vectors];
+    masks(h, bits_per_key, m);
+    int present = 1;
+    for (std::uint32_t v = 0; v < vectors; ++v) {
+      const __m256i old_words = load(block, v);
+      present &= _mm256_testc_si256(old_words, m[v]);
+      store(block, v, _mm256_or_si256(old_words, m[v]));
+    }
+    return present == 0;
+  }
+};
+#endif  // GBF_CPU_X86
+
+/// Keys hashed and prefetched before the first of them is probed. A filter
+/// larger than the caches costs one DRAM miss per key; issuing a group's
+/// misses together overlaps them. 16 is about the misses one core can keep in
+/// flight (its line fill buffers: 12 to 16 on recent x86 cores).
+inline constexpr std::size_t prefetch_group = 16;
+
+/// Calls visit(i, hash, block) for each key i of the job's range whose block it
+/// owns, in batch order (add_new relies on the order), one prefetched group at a time.
+template <class Block, class Hashes, class Visit>
+void for_each_key(const range_job<Hashes>& job, const Visit& visit) {
+  for (std::size_t group_begin = job.begin; group_begin < job.end; group_begin += prefetch_group) {
+    const std::size_t group_end = std::min(group_begin + prefetch_group, job.end);
+    std::size_t index[prefetch_group];
+    std::uint64_t hash[prefetch_group];
+    std::uint32_t* block[prefetch_group];
+    std::size_t queued = 0;
+    for (std::size_t i = group_begin; i < group_end; ++i) {
+      const std::uint64_t h = job.hash_of(i);
+      const std::uint64_t b = block_index(h, job.num_blocks);
+      index[queued] = i;
+      hash[queued] = h;
+      block[queued] = job.words + b * Block::words_per_block;
+      // Keep the key when its block is owned: unsigned wrap-around makes
+      // first_block <= b < first_block + owned_blocks one compare, and adding
+      // it instead of branching on it spares add_new's threads a mispredict
+      // per key (each owns a random 1/T of them).
+      queued += b - job.first_block < job.owned_blocks ? 1 : 0;
+    }
+    for (std::size_t q = 0; q < queued; ++q) __builtin_prefetch(block[q]);
+    for (std::size_t q = 0; q < queued; ++q) visit(index[q], hash[q], block[q]);
+  }
+}
+
+/// Runs job.op over the job's keys; returns the count for kernel_op::count, else 0.
+template <class Block, class Hashes>
+std::uint64_t run_range(const range_job<Hashes>& job) {
+  const std::uint32_t k = job.bits_per_key;
+  bool* const results = job.results;
+  std::uint64_t present = 0;
+  switch (job.op) {
+    case kernel_op::add:
+      for_each_key<Block>(job, [k](std::size_t, std::uint64_t h, std::uint32_t* block) {
+        Block::add(block, h, k);
+      });
+      break;
+    case kernel_op::add_new:
+      for_each_key<Block>(job, [k, results](std::size_t i, std::uint64_t h, std::uint32_t* block) {
+        results[i] = Block::add_new(block, h, k);
+      });
+      break;
+    case kernel_op::contains:
+      for_each_key<Block>(job, [k, results](std::size_t i, std::uint64_t h, std::uint32_t* block) {
+        results[i] = Block::contains(block, h, k);
+      });
+      break;
+    case kernel_op::count:
+      for_each_key<Block>(job, [k, &present](std::size_t, std::uint64_t h, std::uint32_t* block) {
+        present += Block::contains(block, h, k) ? 1 : 0;
+      });
+      break;
+  }
+  return present;
+}
+
+// The entry points the backend calls through kernel_set (see the top of the file).
+template <std::uint32_t WordsPerBlock, class Hashes>
+__attribute__((flatten)) std::uint64_t scalar_range(const range_job<Hashes>& job) {
+  return run_range<scalar_block<WordsPerBlock>>(job);
+}
+#if GBF_CPU_X86
+template <std::uint32_t WordsPerBlock, class Hashes>
+__attribute__((flatten)) GBF_TARGET_AVX2 std::uint64_t avx2_range(const range_job<Hashes>& job) {
+  return run_range<avx2_block<WordsPerBlock>>(job);
+}
+#endif
+
+template <class Hashes>
+using range_kernel = std::uint64_t (*)(const range_job<Hashes>&);
+
+/// The entry points serving one layout on one instruction set, per hash source.
+struct kernel_set {
+  range_kernel<key_hashes<std::uint32_t>> u32_keys;
+  range_kernel<key_hashes<std::uint64_t>> u64_keys;
+  range_kernel<stored_hashes> stored;
+  const char* isa;  ///< "scalar" or "avx2", for the backend description.
+};
+
+template <std::uint32_t WordsPerBlock>
+kernel_set scalar_kernels() {
+  return {&scalar_range<WordsPerBlock, key_hashes<std::uint32_t>>,
+          &scalar_range<WordsPerBlock, key_hashes<std::uint64_t>>,
+          &scalar_range<WordsPerBlock, stored_hashes>, scalar_block<WordsPerBlock>::name};
+}
+
+/// AVX2 serves W = 8 and 16, where a block fills whole registers; narrower
+/// blocks keep the scalar kernel even when AVX2 is on.
+template <std::uint32_t WordsPerBlock>
+kernel_set best_kernels([[maybe_unused]] bool use_avx2) {
+#if GBF_CPU_X86
+  if constexpr (WordsPerBlock >= 8) {
+    if (use_avx2)
+      return {&avx2_range<WordsPerBlock, key_hashes<std::uint32_t>>,
+              &avx2_range<WordsPerBlock, key_hashes<std::uint64_t>>,
+              &avx2_range<WordsPerBlock, stored_hashes>, avx2_block<WordsPerBlock>::name};
+  }
+#endif
+  return scalar_kernels<WordsPerBlock>();
+}
+
+/// The kernels for a runtime words_per_block.
+inline kernel_set select_kernels(std::uint32_t words_per_block, bool use_avx2) {
+  switch (words_per_block) {
+    case 1: return best_kernels<1>(use_avx2);
+    case 2: return best_kernels<2>(use_avx2);
+    case 4: return best_kernels<4>(use_avx2);
+    case 8: return best_kernels<8>(use_avx2);
+    case 16: return best_kernels<16>(use_avx2);
+    default: throw invalid_argument("words_per_block must be one of 1, 2, 4, 8, 16");
+  }
+}
+
+}  // namespace gbf::detail::cpu

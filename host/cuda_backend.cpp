@@ -1,0 +1,435 @@
+// The CUDA backend: the bit array in device memory, the kernels of
+// kernels/filter_kernels.cu, and the transfer pipeline that streams host
+// batches through pinned staging buffers.
+//
+// Host batches. The batch is cut into chunks of `chunk_keys` keys; chunk c runs
+// on slot c % S (S streams, default 3). Each slot owns a stream, pinned staging
+// for keys and results, device buffers for keys and results, and events:
+//
+//   host:   wait slot done (chunk c-S) -> deliver its results -> memcpy keys to pinned
+//   stream: H2D keys -> kernel -> D2H results -> record done
+//
+// With three slots the H2D copy of chunk c+1, the kernel of chunk c and the D2H
+// copy of chunk c-1 run at once (they sit on different streams). A slot's
+// buffers are reused only after the host has waited for its `done` event, which
+// follows every use of them, so no copy or kernel ever sees a buffer being
+// refilled. Keys already in pinned memory skip the staging memcpy and are copied
+// straight from the caller's array (alive until the call returns: every sync
+// call drains all slots before it returns).
+//
+// add_new additionally orders the kernels of successive chunks: chunk c's
+// stream waits (after its H2D copy is queued, so copies still overlap) for the
+// `kernel_done` event chunk c-1 recorded after its last kernel. The kernels
+// thus run in batch order, each seeing the bits of all earlier chunks: the
+// sequential semantics hold across chunks. The shared add_new scratch is safe
+// for the same reason: chunk c's first use of it follows chunk c-1's last.
+//
+// Ordering with other work. The internal streams are non-blocking, so each
+// synchronous operation first makes its streams wait for (1) the work of the
+// last _async call on its caller's stream and (2) the work already queued on
+// the legacy default stream (a kernel that produced the keys, say), as a
+// cudaMemcpy would. Each synchronous operation returns with no work pending,
+// also when it throws. _async calls are stream-ordered on the caller's stream
+// only, as in CUB: ordering between different caller streams is the caller's.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gbf/error.hpp"
+#include "host/backend.hpp"
+#include "host/cuda_runtime.hpp"
+#include "kernels/filter_kernels.cuh"
+
+namespace gbf::detail {
+namespace {
+
+constexpr std::size_t default_chunk_keys = std::size_t{4} << 20;
+constexpr unsigned default_streams = 3;
+
+std::size_t key_bytes(key_kind kind) {
+  return kind == key_kind::u32 ? sizeof(std::uint32_t) : sizeof(std::uint64_t);
+}
+
+gpu::word_op to_word_op(set_op op) {
+  return op == set_op::union_or ? gpu::word_op::bit_or : gpu::word_op::bit_and;
+}
+
+// After a failure, waits for whatever `s` still runs (so that no kernel or copy
+// outlives the call that queued it) and drops any error this raises: the error
+// being thrown already says what went wrong.
+void settle(cudaStream_t s) noexcept {
+  cudaStreamSynchronize(s);
+  cudaGetLastError();
+}
+
+enum class batch_op { add, add_new, contains, count };
+
+// One stage of the host pipeline (see the file comment).
+struct pipeline_slot {
+  explicit pipeline_slot(std::size_t chunk_keys)
+      : staged_keys(checked_bytes(chunk_keys, sizeof(std::uint64_t))),
+        staged_results(chunk_keys),
+        keys(checked_bytes(chunk_keys, sizeof(std::uint64_t))),
+        results(chunk_keys),
+        counter(1) {}
+
+  stream work;
+  event done;         // the slot's last chunk: H2D, kernels and D2H all finished
+  event kernel_done;  // the slot's last add_new kernels (orders the next chunk's)
+  pinned_buffer<unsigned char> staged_keys;
+  pinned_buffer<bool> staged_results;
+  device_buffer<unsigned char> keys;  // cudaMalloc'd: aligned for 64-bit keys
+  device_buffer<bool> results;
+  device_buffer<std::uint64_t> counter;  // count: this slot's hits
+  bool* pending_results = nullptr;       // caller's array awaiting staged_results
+  std::size_t pending_count = 0;
+};
+
+class cuda_backend final : public backend_impl {
+ public:
+  cuda_backend(const layout& l, std::size_t chunk_keys, unsigned streams)
+      : layout_(l), chunk_keys_(chunk_keys), num_slots_(streams), words_(l.num_words()) {
+    GBF_CUDA_TRY(cudaMemsetAsync(words_.data(), 0, words_.size_bytes(), main_.get()));
+    main_.synchronize();
+  }
+
+  cuda_backend(const cuda_backend&) = delete;
+  cuda_backend& operator=(const cuda_backend&) = delete;
+
+  ~cuda_backend() override {
+    // Async work on a caller's stream may still read or write the bit array:
+    // let it finish before the buffers go (errors cannot leave a destructor).
+    cudaEventSynchronize(async_done_.get());
+    cudaGetLastError();
+  }
+
+  backend kind() const noexcept override { return backend::gpu; }
+  const layout& get_layout() const noexcept override { return layout_; }
+
+  void add(const key_batch& keys) override {
+    if (keys.count == 0) return;
+    if (keys.space == memory_space::host) return run_host(keys, batch_op::add, nullptr, nullptr);
+    run_on_main([&](cudaStream_t s) {
+      gpu::add(layout_, words_.data(), keys.kind, keys.data, keys.count, s);
+    });
+  }
+
+  void add_new(const key_batch& keys, bool* is_new) override {
+    if (keys.count == 0) return;
+    if (keys.space == memory_space::host) return run_host(keys, batch_op::add_new, is_new, nullptr);
+    reserve_scratch(std::min(keys.count, chunk_keys_));
+    // Pieces of chunk_keys keys (add_new_max_keys at most) queued in batch order
+    // on one stream: each piece's kernels see the bits of the earlier pieces.
+    const auto* first = static_cast<const unsigned char*>(keys.data);
+    const std::size_t bytes_per_key = key_bytes(keys.kind);
+    run_on_main([&](cudaStream_t s) {
+      for (std::size_t offset = 0; offset < keys.count; offset += chunk_keys_) {
+        const std::size_t n = std::min(chunk_keys_, keys.count - offset);
+        gpu::add_new(layout_, words_.data(), keys.kind, first + offset * bytes_per_key, n,
+                     is_new + offset, scratch_.data(), scratch_.size_bytes(), s);
+      }
+    });
+  }
+
+  void contains(const key_batch& keys, bool* found) const override {
+    if (keys.count == 0) return;
+    if (keys.space == memory_space::host) return run_host(keys, batch_op::contains, found, nullptr);
+    run_on_main([&](cudaStream_t s) {
+      gpu::contains(layout_, words_.data(), keys.kind, keys.data, keys.count, found, s);
+    });
+  }
+
+  std::uint64_t count(const key_batch& keys) const override {
+    if (keys.count == 0) return 0;
+    std::uint64_t hits = 0;
+    if (keys.space == memory_space::host) {
+      run_host(keys, batch_op::count, nullptr, &hits);
+      return hits;
+    }
+    run_on_main([&](cudaStream_t s) {
+      GBF_CUDA_TRY(cudaMemsetAsync(counter_.data(), 0, sizeof(std::uint64_t), s));
+      gpu::count(layout_, words_.data(), keys.kind, keys.data, keys.count, counter_.data(), s);
+      GBF_CUDA_TRY(cudaMemcpyAsync(&hits, counter_.data(), sizeof(hits), cudaMemcpyDeviceToHost, s));
+    });
+    return hits;
+  }
+
+  void add_async(const key_batch& keys, stream_t stream) override {
+    require_device(keys, "add_async");
+    gpu::add(layout_, words_.data(), keys.kind, keys.data, keys.count, stream);
+    async_done_.record(stream);
+  }
+
+  void contains_async(const key_batch& keys, bool* found, stream_t stream) const override {
+    require_device(keys, "contains_async");
+    gpu::contains(layout_, words_.data(), keys.kind, keys.data, keys.count, found, stream);
+    async_done_.record(stream);
+  }
+
+  void count_async(const key_batch& keys, std::uint64_t* count, stream_t stream) const override {
+    require_device(keys, "count_async");
+    // The kernel accumulates: the caller's counter starts from zero in stream order.
+    GBF_CUDA_TRY(cudaMemsetAsync(count, 0, sizeof(std::uint64_t), stream));
+    gpu::count(layout_, words_.data(), keys.kind, keys.data, keys.count, count, stream);
+    async_done_.record(stream);
+  }
+
+  void clear() override {
+    run_on_main([&](cudaStream_t s) {
+      GBF_CUDA_TRY(cudaMemsetAsync(words_.data(), 0, words_.size_bytes(), s));
+    });
+  }
+
+  void combine(const backend_impl& other, set_op op) override {
+    const auto* gpu_other = dynamic_cast<const cuda_backend*>(&other);
+    if (gpu_other == nullptr) {
+      throw invalid_argument("combine: the other filter's bits are not on the GPU");
+    }
+    if (gpu_other->layout_ != layout_) {
+      throw layout_mismatch("combine: the two filters have different layouts");
+    }
+    if (gpu_other == this) return;  // x | x == x & x == x
+    run_on_main([&](cudaStream_t s) {
+      GBF_CUDA_TRY(cudaStreamWaitEvent(s, gpu_other->async_done_.get(), 0));
+      gpu::combine_words(words_.data(), gpu_other->words_.data(), layout_.num_words(),
+                         to_word_op(op), s);
+    });
+  }
+
+  void combine_host(const std::uint32_t* words, set_op op) override {
+    device_buffer<std::uint32_t> staged(layout_.num_words());
+    run_on_main([&](cudaStream_t s) {
+      GBF_CUDA_TRY(cudaMemcpyAsync(staged.data(), words, staged.size_bytes(),
+                                   cudaMemcpyHostToDevice, s));
+      gpu::combine_words(words_.data(), staged.data(), layout_.num_words(), to_word_op(op), s);
+    });
+  }
+
+  std::uint64_t popcount() const override {
+    std::uint64_t bits = 0;
+    run_on_main([&](cudaStream_t s) {
+      GBF_CUDA_TRY(cudaMemsetAsync(counter_.data(), 0, sizeof(std::uint64_t), s));
+      gpu::popcount(words_.data(), layout_.num_words(), counter_.data(), s);
+      GBF_CUDA_TRY(cudaMemcpyAsync(&bits, counter_.data(), sizeof(bits), cudaMemcpyDeviceToHost, s));
+    });
+    return bits;
+  }
+
+  void read_words(std::uint32_t* out) const override {
+    run_on_main([&](cudaStream_t s) {
+      GBF_CUDA_TRY(cudaMemcpyAsync(out, words_.data(), words_.size_bytes(),
+                                   cudaMemcpyDeviceToHost, s));
+    });
+  }
+
+  void write_words(const std::uint32_t* in) override {
+    run_on_main([&](cudaStream_t s) {
+      GBF_CUDA_TRY(cudaMemcpyAsync(words_.data(), in, words_.size_bytes(),
+                                   cudaMemcpyHostToDevice, s));
+    });
+  }
+
+  const std::uint32_t* device_words() const override { return words_.data(); }
+
+ private:
+  // An empty batch has no memory to speak of (gbf::filter marks it host): allowed.
+  static void require_device(const key_batch& keys, const char* operation) {
+    if (keys.count != 0 && keys.space != memory_space::device) {
+      throw invalid_argument(std::string(operation) +
+                             ": the async API needs device pointers, but the keys are in host "
+                             "memory (use the synchronous call for host batches)");
+    }
+  }
+
+  // Makes `s` wait for earlier work that may touch this filter or the caller's
+  // arrays: the last _async call's, and the legacy default stream's (see the
+  // file comment). An event never recorded counts as complete.
+  void order_after_earlier_work(cudaStream_t s) const {
+    GBF_CUDA_TRY(cudaStreamWaitEvent(s, async_done_.get(), 0));
+    default_stream_done_.record(cudaStreamLegacy);
+    GBF_CUDA_TRY(cudaStreamWaitEvent(s, default_stream_done_.get(), 0));
+  }
+
+  // Runs `queue(stream)` on the internal stream, ordered after earlier work, and
+  // waits for it: the synchronous operations on device arrays and on the bit array.
+  template <class Queue>
+  void run_on_main(Queue&& queue) const {
+    try {
+      order_after_earlier_work(main_.get());
+      queue(main_.get());
+      main_.synchronize();
+    } catch (...) {
+      settle(main_.get());
+      throw;
+    }
+  }
+
+  // Grows the add_new scratch to hold batches of `max_keys` keys. Only called
+  // between operations, when no queued work uses the old scratch.
+  void reserve_scratch(std::size_t max_keys) const {
+    const std::size_t bytes = gpu::add_new_scratch_bytes(layout_, max_keys);
+    if (scratch_.size_bytes() < bytes) {
+      scratch_ = device_buffer<unsigned char>();  // free the old one first: less peak memory
+      scratch_ = device_buffer<unsigned char>(bytes);
+    }
+  }
+
+  // Allocates the host pipeline on the first host batch and keeps it.
+  void reserve_pipeline() const {
+    if (!slots_.empty()) return;
+    std::vector<pipeline_slot> slots;
+    slots.reserve(num_slots_);
+    for (unsigned i = 0; i < num_slots_; ++i) slots.emplace_back(chunk_keys_);
+    slots_ = std::move(slots);
+  }
+
+  // Waits for the slot's last chunk and hands its results to the caller.
+  static void retire(pipeline_slot& slot) {
+    slot.done.synchronize();
+    if (slot.pending_results != nullptr) {
+      std::memcpy(slot.pending_results, slot.staged_results.data(), slot.pending_count);
+      slot.pending_results = nullptr;
+      slot.pending_count = 0;
+    }
+  }
+
+  // Queues one chunk's kernel(s) on `s`; `chunk` is the chunk's index in the batch.
+  void queue_chunk_kernel(batch_op op, const pipeline_slot& slot, key_kind kind, std::size_t n,
+                          std::size_t chunk, cudaStream_t s) const {
+    switch (op) {
+      case batch_op::add:
+        gpu::add(layout_, words_.data(), kind, slot.keys.data(), n, s);
+        break;
+      case batch_op::contains:
+        gpu::contains(layout_, words_.data(), kind, slot.keys.data(), n, slot.results.data(), s);
+        break;
+      case batch_op::count:
+        gpu::count(layout_, words_.data(), kind, slot.keys.data(), n, slot.counter.data(), s);
+        break;
+      case batch_op::add_new: {
+        if (chunk > 0) {
+          const pipeline_slot& previous = slots_[(chunk - 1) % slots_.size()];
+          GBF_CUDA_TRY(cudaStreamWaitEvent(s, previous.kernel_done.get(), 0));
+        }
+        gpu::add_new(layout_, words_.data(), kind, slot.keys.data(), n, slot.results.data(),
+                     scratch_.data(), scratch_.size_bytes(), s);
+        slot.kernel_done.record(s);
+        break;
+      }
+    }
+  }
+
+  // Streams a host batch through the pipeline (see the file comment). `results`
+  // (contains, add_new) receives one bool per key; `hits` (count) the count.
+  void run_host(const key_batch& keys, batch_op op, bool* results, std::uint64_t* hits) const {
+    reserve_pipeline();
+    if (op == batch_op::add_new) reserve_scratch(std::min(keys.count, chunk_keys_));
+    const std::size_t bytes_per_key = key_bytes(keys.kind);
+    const auto* first = static_cast<const unsigned char*>(keys.data);
+    // Pinned caller memory is copied from directly. (Were the guess wrong, the
+    // copy would still be correct, merely staged by the driver.)
+    const bool keys_pinned = pointer_type(keys.data) == cudaMemoryTypeHost;
+    try {
+      for (pipeline_slot& slot : slots_) {
+        order_after_earlier_work(slot.work.get());
+        if (op == batch_op::count) {
+          GBF_CUDA_TRY(cudaMemsetAsync(slot.counter.data(), 0, sizeof(std::uint64_t),
+                                       slot.work.get()));
+        }
+      }
+      std::size_t chunk = 0;
+      for (std::size_t offset = 0; offset < keys.count; offset += chunk_keys_, ++chunk) {
+        pipeline_slot& slot = slots_[chunk % slots_.size()];
+        const cudaStream_t s = slot.work.get();
+        const std::size_t n = std::min(chunk_keys_, keys.count - offset);
+        const std::size_t bytes = n * bytes_per_key;
+        retire(slot);  // chunk - S is done: its buffers are free, its results delivered
+        const void* source = first + offset * bytes_per_key;
+        if (!keys_pinned) {
+          std::memcpy(slot.staged_keys.data(), source, bytes);
+          source = slot.staged_keys.data();
+        }
+        GBF_CUDA_TRY(cudaMemcpyAsync(slot.keys.data(), source, bytes, cudaMemcpyHostToDevice, s));
+        queue_chunk_kernel(op, slot, keys.kind, n, chunk, s);
+        if (results != nullptr) {
+          GBF_CUDA_TRY(cudaMemcpyAsync(slot.staged_results.data(), slot.results.data(), n,
+                                       cudaMemcpyDeviceToHost, s));
+          slot.pending_results = results + offset;
+          slot.pending_count = n;
+        }
+        slot.done.record(s);
+      }
+      for (pipeline_slot& slot : slots_) retire(slot);
+      if (op == batch_op::count) {
+        *hits = 0;
+        for (pipeline_slot& slot : slots_) {
+          std::uint64_t slot_hits = 0;
+          GBF_CUDA_TRY(cudaMemcpyAsync(&slot_hits, slot.counter.data(), sizeof(slot_hits),
+                                       cudaMemcpyDeviceToHost, slot.work.get()));
+          slot.work.synchronize();
+          *hits += slot_hits;
+        }
+      }
+    } catch (...) {
+      // Let every queued copy and kernel finish (they read the caller's arrays)
+      // and forget results that will never be delivered.
+      for (pipeline_slot& slot : slots_) {
+        settle(slot.work.get());
+        slot.pending_results = nullptr;
+        slot.pending_count = 0;
+      }
+      throw;
+    }
+  }
+
+  layout layout_;
+  std::size_t chunk_keys_;
+  unsigned num_slots_;
+  stream main_;                  // synchronous operations on device arrays and the bit array
+  event async_done_;             // the last _async call's work on its caller's stream
+  event default_stream_done_;    // re-recorded on the legacy default stream by each sync call
+  device_buffer<std::uint32_t> words_;
+  device_buffer<std::uint64_t> counter_{1};       // count and popcount of synchronous calls
+  mutable device_buffer<unsigned char> scratch_;  // add_new: sort buffers + CUB temp storage
+  mutable std::vector<pipeline_slot> slots_;      // host pipeline, allocated on first use
+};
+
+std::string gib(std::size_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f GiB",
+                static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+  return text;
+}
+
+}  // namespace
+
+std::unique_ptr<backend_impl> make_gpu_backend(const layout& l, std::size_t chunk_keys,
+                                               unsigned streams, std::string* description) {
+  const gpu_status gpu = query_gpu();
+  if (!gpu.available) throw no_gpu("no GPU: " + gpu.description);
+  if (const char* problem = layout_problem(l)) throw invalid_argument(problem);
+  if (chunk_keys == 0) chunk_keys = default_chunk_keys;
+  if (chunk_keys > gpu::add_new_max_keys) {
+    throw invalid_argument("gpu_chunk_keys must be at most 2^30 (got " +
+                           std::to_string(chunk_keys) + ")");
+  }
+  if (streams == 0) streams = default_streams;
+
+  auto backend = std::make_unique<cuda_backend>(l, chunk_keys, streams);
+  if (description != nullptr) {
+    int device = 0;
+    GBF_CUDA_TRY(cudaGetDevice(&device));
+    cudaDeviceProp properties{};
+    GBF_CUDA_TRY(cudaGetDeviceProperties(&properties, device));
+    *description = "gpu (" + std::string(properties.name) + ", " +
+                   gib(properties.totalGlobalMem) + ")";
+  }
+  return backend;
+}
+
+}  // namespace gbf::detail

@@ -1,0 +1,191 @@
+// Checked CUDA runtime calls, RAII owners, and the GPU probe (query_gpu, locate).
+#include "host/cuda_runtime.hpp"
+
+#include <cstdio>
+#include <limits>
+#include <string>
+
+#include "gbf/filter.hpp"
+#include "host/backend.hpp"
+
+namespace gbf::detail {
+namespace {
+
+constexpr double bytes_per_gib = 1024.0 * 1024.0 * 1024.0;
+
+std::string gib(std::size_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f GiB", static_cast<double>(bytes) / bytes_per_gib);
+  return text;
+}
+
+std::string describe_error(cudaError_t code) {
+  return std::string(cudaGetErrorName(code)) + ": " + cudaGetErrorString(code);
+}
+
+// The message of a refused allocation: the request and, when the device can
+// still answer, how much memory it has free.
+std::string device_allocation_message(std::size_t bytes) {
+  std::string what = "cannot allocate " + std::to_string(bytes) + " bytes (" + gib(bytes) +
+                     ") of device memory";
+  std::size_t free_bytes = 0;
+  std::size_t total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
+    what += ": " + gib(free_bytes) + " free of " + gib(total_bytes);
+  } else {
+    cudaGetLastError();  // the failed query must not linger as the next call's error
+  }
+  return what;
+}
+
+}  // namespace
+
+void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line) {
+  // Clear the runtime's last error so that a later, unrelated check does not
+  // report this failure a second time. (A sticky error, e.g. a kernel fault,
+  // stays and every later call reports it: the context is unusable.)
+  cudaGetLastError();
+  throw cuda_error(std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " +
+                       describe_error(code),
+                   static_cast<int>(code));
+}
+
+std::size_t checked_bytes(std::size_t count, std::size_t size) {
+  if (size != 0 && count > std::numeric_limits<std::size_t>::max() / size) {
+    throw allocation_error("cannot allocate " + std::to_string(count) + " elements of " +
+                               std::to_string(size) + " bytes: the size overflows",
+                           std::numeric_limits<std::uint64_t>::max());
+  }
+  return count * size;
+}
+
+void* device_allocate(std::size_t bytes) {
+  void* p = nullptr;
+  const cudaError_t status = cudaMalloc(&p, bytes);
+  if (status == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    throw allocation_error(device_allocation_message(bytes), bytes);
+  }
+  if (status != cudaSuccess) throw_cuda_error(status, "cudaMalloc(&p, bytes)", __FILE__, __LINE__);
+  return p;
+}
+
+void device_release(void* p) noexcept {
+  if (p != nullptr) cudaFree(p);
+}
+
+void* pinned_allocate(std::size_t bytes) {
+  void* p = nullptr;
+  const cudaError_t status = cudaMallocHost(&p, bytes);
+  if (status == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    throw allocation_error("cannot allocate " + std::to_string(bytes) + " bytes (" + gib(bytes) +
+                               ") of pinned host memory",
+                           bytes);
+  }
+  if (status != cudaSuccess) {
+    throw_cuda_error(status, "cudaMallocHost(&p, bytes)", __FILE__, __LINE__);
+  }
+  return p;
+}
+
+void pinned_release(void* p) noexcept {
+  if (p != nullptr) cudaFreeHost(p);
+}
+
+stream::stream() { GBF_CUDA_TRY(cudaStreamCreateWithFlags(&handle_, cudaStreamNonBlocking)); }
+
+stream& stream::operator=(stream&& other) noexcept {
+  if (this != &other) {
+    if (handle_ != nullptr) cudaStreamDestroy(handle_);
+    handle_ = std::exchange(other.handle_, nullptr);
+  }
+  return *this;
+}
+
+stream::~stream() {
+  if (handle_ != nullptr) cudaStreamDestroy(handle_);
+}
+
+void stream::synchronize() const { GBF_CUDA_TRY(cudaStreamSynchronize(handle_)); }
+
+event::event() { GBF_CUDA_TRY(cudaEventCreateWithFlags(&handle_, cudaEventDisableTiming)); }
+
+event& event::operator=(event&& other) noexcept {
+  if (this != &other) {
+    if (handle_ != nullptr) cudaEventDestroy(handle_);
+    handle_ = std::exchange(other.handle_, nullptr);
+  }
+  return *this;
+}
+
+event::~event() {
+  if (handle_ != nullptr) cudaEventDestroy(handle_);
+}
+
+void event::record(cudaStream_t s) const { GBF_CUDA_TRY(cudaEventRecord(handle_, s)); }
+
+void event::synchronize() const { GBF_CUDA_TRY(cudaEventSynchronize(handle_)); }
+
+cudaMemoryType pointer_type(const void* p) noexcept {
+  if (p == nullptr) return cudaMemoryTypeUnregistered;
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
+    cudaGetLastError();
+    return cudaMemoryTypeUnregistered;
+  }
+  return attributes.type;
+}
+
+memory_space locate(const void* p) {
+  // Without a GPU every pointer is host memory, and the pointer query would
+  // only fail with "no driver".
+  if (!query_gpu().available) return memory_space::host;
+  const cudaMemoryType type = pointer_type(p);
+  return type == cudaMemoryTypeDevice || type == cudaMemoryTypeManaged ? memory_space::device
+                                                                        : memory_space::host;
+}
+
+}  // namespace gbf::detail
+
+namespace gbf {
+namespace {
+
+gpu_status probe_gpu() noexcept {
+  try {
+    int count = 0;
+    const cudaError_t status = cudaGetDeviceCount(&count);
+    if (status != cudaSuccess) {
+      // The probe's error must not surface as the next checked call's failure.
+      cudaGetLastError();
+      if (status == cudaErrorInsufficientDriver) return {false, "no CUDA driver"};
+      if (status == cudaErrorNoDevice) return {false, "no CUDA device"};
+      return {false, "cudaGetDeviceCount failed: " + detail::describe_error(status)};
+    }
+    if (count == 0) return {false, "no CUDA device"};
+    int device = 0;
+    cudaDeviceProp properties{};
+    cudaError_t query = cudaGetDevice(&device);
+    if (query == cudaSuccess) query = cudaGetDeviceProperties(&properties, device);
+    if (query != cudaSuccess) {
+      cudaGetLastError();
+      return {false, "cannot query the CUDA device: " + detail::describe_error(query)};
+    }
+    return {true, std::string(properties.name) + " (sm_" + std::to_string(properties.major) +
+                      std::to_string(properties.minor) + ", " +
+                      detail::gib(properties.totalGlobalMem) + ")"};
+  } catch (...) {  // only std::bad_alloc from the strings can get here
+    return {false, "cannot describe the CUDA device (out of host memory)"};
+  }
+}
+
+}  // namespace
+
+gpu_status query_gpu() {
+  // Probed once per process (thread-safe static initialization): the answer
+  // cannot change while the process runs, and the probe costs a driver call.
+  static const gpu_status status = probe_gpu();
+  return status;
+}
+
+}  // namespace gbf

@@ -1,0 +1,158 @@
+// The CUDA runtime as the host library uses it: every call checked through
+// GBF_CUDA_TRY, and RAII owners for device memory, pinned host memory, streams
+// and events. No other file pairs cudaMalloc with cudaFree by hand.
+//
+// All owners are move-only. Their destructors never throw: a release that fails
+// (cudaFree after a sticky device error, say) cannot be reported from a
+// destructor, and the error it returns is the one the next checked call reports.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+#include "gbf/error.hpp"
+
+namespace gbf::detail {
+
+/// Throws gbf::cuda_error "<call> failed at <file>:<line>: <name>: <description>" for `code`.
+[[noreturn]] void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line);
+
+}  // namespace gbf::detail
+
+/// Runs a CUDA runtime call and turns any error into gbf::cuda_error naming the
+/// call, its source location and CUDA's own name and text for the error.
+#define GBF_CUDA_TRY(call)                                                             \
+  do {                                                                                 \
+    const cudaError_t gbf_cuda_try_status_ = (call);                                   \
+    if (gbf_cuda_try_status_ != cudaSuccess)                                           \
+      ::gbf::detail::throw_cuda_error(gbf_cuda_try_status_, #call, __FILE__, __LINE__); \
+  } while (0)
+
+namespace gbf::detail {
+
+/// cudaMalloc of `bytes`; throws allocation_error (naming the request and the free and
+/// total device memory) when the device is out of memory, cuda_error on any other failure.
+void* device_allocate(std::size_t bytes);
+/// cudaFree; errors are dropped (see the file comment).
+void device_release(void* p) noexcept;
+/// cudaMallocHost of `bytes` (page-locked host memory); throws allocation_error when refused.
+void* pinned_allocate(std::size_t bytes);
+/// cudaFreeHost; errors are dropped.
+void pinned_release(void* p) noexcept;
+
+/// Multiplies `count` by `size`, throwing allocation_error if the product overflows size_t.
+std::size_t checked_bytes(std::size_t count, std::size_t size);
+
+/// An owning array of `T` in device memory (cudaMalloc: 256-byte aligned). Uninitialized.
+template <class T>
+class device_buffer {
+ public:
+  device_buffer() noexcept = default;
+  explicit device_buffer(std::size_t count)
+      : data_(count == 0 ? nullptr
+                         : static_cast<T*>(device_allocate(checked_bytes(count, sizeof(T))))),
+        size_(count) {}
+  device_buffer(device_buffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+  device_buffer& operator=(device_buffer&& other) noexcept {
+    if (this != &other) {
+      device_release(data_);
+      data_ = std::exchange(other.data_, nullptr);
+      size_ = std::exchange(other.size_, 0);
+    }
+    return *this;
+  }
+  device_buffer(const device_buffer&) = delete;
+  device_buffer& operator=(const device_buffer&) = delete;
+  ~device_buffer() { device_release(data_); }
+
+  T* data() const noexcept { return data_; }
+  std::size_t size() const noexcept { return size_; }
+  std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+/// An owning array of `T` in page-locked host memory (cudaMallocHost), the only
+/// host memory cudaMemcpyAsync copies without staging it first. Uninitialized.
+template <class T>
+class pinned_buffer {
+ public:
+  pinned_buffer() noexcept = default;
+  explicit pinned_buffer(std::size_t count)
+      : data_(count == 0 ? nullptr
+                         : static_cast<T*>(pinned_allocate(checked_bytes(count, sizeof(T))))),
+        size_(count) {}
+  pinned_buffer(pinned_buffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+  pinned_buffer& operator=(pinned_buffer&& other) noexcept {
+    if (this != &other) {
+      pinned_release(data_);
+      data_ = std::exchange(other.data_, nullptr);
+      size_ = std::exchange(other.size_, 0);
+    }
+    return *this;
+  }
+  pinned_buffer(const pinned_buffer&) = delete;
+  pinned_buffer& operator=(const pinned_buffer&) = delete;
+  ~pinned_buffer() { pinned_release(data_); }
+
+  T* data() const noexcept { return data_; }
+  std::size_t size() const noexcept { return size_; }
+  std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+/// An owning CUDA stream created with cudaStreamNonBlocking: it never
+/// synchronizes implicitly with the legacy default stream.
+class stream {
+ public:
+  stream();
+  stream(stream&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+  stream& operator=(stream&& other) noexcept;
+  stream(const stream&) = delete;
+  stream& operator=(const stream&) = delete;
+  ~stream();
+
+  cudaStream_t get() const noexcept { return handle_; }
+  /// Blocks the host until all work queued on the stream has finished.
+  void synchronize() const;
+
+ private:
+  cudaStream_t handle_ = nullptr;
+};
+
+/// An owning CUDA event created with cudaEventDisableTiming (ordering only, the
+/// cheapest kind to record and wait on).
+class event {
+ public:
+  event();
+  event(event&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+  event& operator=(event&& other) noexcept;
+  event(const event&) = delete;
+  event& operator=(const event&) = delete;
+  ~event();
+
+  cudaEvent_t get() const noexcept { return handle_; }
+  /// Captures the work queued on `s` so far.
+  void record(cudaStream_t s) const;
+  /// Blocks the host until the captured work has finished.
+  void synchronize() const;
+
+ private:
+  cudaEvent_t handle_ = nullptr;
+};
+
+/// What cudaPointerGetAttributes says `p` is; cudaMemoryTypeUnregistered for
+/// ordinary host memory, for null and whenever the query fails (never throws).
+cudaMemoryType pointer_type(const void* p) noexcept;
+
+}  // namespace gbf::detail

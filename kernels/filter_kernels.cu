@@ -1,0 +1,341 @@
+// gbf's CUDA kernels and their launchers (declared in filter_kernels.cuh).
+//
+// Every key kernel is a thin grid-stride loop around gbf::device_ref, the same
+// view user kernels get, so the probe and insert logic exists once. Kernels are
+// templates over the block width W and the key type only (5 x 2 instances per
+// family); k is a runtime argument.
+//
+// Launch configuration: 256 threads per CTA; the grid is the number of CTAs
+// the device keeps resident at once (SMs x occupancy, measured once per kernel)
+// capped by ceil(work / 256). Each thread then strides over the input, so a
+// launch never has more CTAs than the GPU runs concurrently, and indices are
+// 64-bit: batches above 2^31 keys are fine.
+#include <cub/block/block_reduce.cuh>
+#include <cub/device/device_radix_sort.cuh>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "gbf/device_ref.cuh"
+#include "kernels/filter_kernels.cuh"
+
+#include "host/cuda_runtime.hpp"
+
+namespace gbf::detail::gpu {
+namespace {
+
+constexpr int block_threads = 256;
+
+// atomicAdd has a 64-bit overload for unsigned long long only.
+using counter_t = unsigned long long;
+static_assert(sizeof(counter_t) == sizeof(std::uint64_t), "64-bit counters");
+
+__device__ __forceinline__ std::size_t first_index() {
+  return static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ std::size_t grid_stride() {
+  return static_cast<std::size_t>(gridDim.x) * blockDim.x;
+}
+
+// Sums `value` over the CTA and adds the total to *counter: one atomic per CTA.
+__device__ __forceinline__ void add_block_total(counter_t value, counter_t* counter) {
+  using reduce = cub::BlockReduce<counter_t, block_threads>;
+  __shared__ typename reduce::TempStorage temp;
+  const counter_t total = reduce(temp).Sum(value);  // valid in thread 0 only
+  if (threadIdx.x == 0 && total != 0) atomicAdd(counter, total);
+}
+
+// ---------------------------------------------------------------------------
+// Key kernels
+// ---------------------------------------------------------------------------
+
+template <std::uint32_t W, class Key>
+__global__ void __launch_bounds__(block_threads)
+    add_kernel(device_ref<W> filter, const Key* __restrict__ keys, std::size_t n) {
+  for (std::size_t i = first_index(); i < n; i += grid_stride()) filter.add(keys[i]);
+}
+
+template <std::uint32_t W, class Key>
+__global__ void __launch_bounds__(block_threads)
+    contains_kernel(device_ref<W> filter, const Key* __restrict__ keys, std::size_t n,
+                    bool* __restrict__ found) {
+  for (std::size_t i = first_index(); i < n; i += grid_stride()) found[i] = filter.contains(keys[i]);
+}
+
+template <std::uint32_t W, class Key>
+__global__ void __launch_bounds__(block_threads)
+    count_kernel(device_ref<W> filter, const Key* __restrict__ keys, std::size_t n,
+                 counter_t* counter) {
+  counter_t hits = 0;
+  for (std::size_t i = first_index(); i < n; i += grid_stride()) hits += filter.contains(keys[i]);
+  add_block_total(hits, counter);
+}
+
+// add_new, step 1: each key's block (< num_blocks <= 2^32, so 32 bits) and its
+// position in the batch, the (key, value) pairs of the sort.
+template <std::uint32_t W, class Key>
+__global__ void __launch_bounds__(block_threads)
+    block_of_kernel(device_ref<W> filter, const Key* __restrict__ keys, std::size_t n,
+                    std::uint32_t* __restrict__ blocks, std::uint32_t* __restrict__ positions) {
+  for (std::size_t i = first_index(); i < n; i += grid_stride()) {
+    blocks[i] = static_cast<std::uint32_t>(filter.block_of(filter.hash(keys[i])));
+    positions[i] = static_cast<std::uint32_t>(i);
+  }
+}
+
+// add_new, step 3 (after a stable sort by block): the first entry of each run
+// of equal blocks owns that block. Its thread loads the block once, walks the
+// run -- the run's positions ascend, since the sort is stable -- testing each
+// key against the bits of the filter plus those of the run's earlier keys, and
+// finally ORs the bits the run added. No other thread of the launch touches the
+// block, so the register copy is exact; the final OR is atomic anyway so that
+// concurrent adds from other streams are never lost.
+template <std::uint32_t W, class Key>
+__global__ void __launch_bounds__(block_threads)
+    add_new_runs_kernel(device_ref<W> filter, const Key* __restrict__ keys, std::size_t n,
+                        const std::uint32_t* __restrict__ sorted_blocks,
+                        const std::uint32_t* __restrict__ sorted_positions,
+                        bool* __restrict__ is_new) {
+  for (std::size_t head = first_index(); head < n; head += grid_stride()) {
+    const std::uint32_t block = sorted_blocks[head];
+    if (head != 0 && sorted_blocks[head - 1] == block) continue;  // inside a run, not its head
+    std::uint32_t before[W];
+    filter.load_block(block, before);
+    std::uint32_t bits[W];
+#pragma unroll
+    for (std::uint32_t w = 0; w < W; ++w) bits[w] = before[w];
+    for (std::size_t i = head; i < n && sorted_blocks[i] == block; ++i) {
+      const std::uint32_t position = sorted_positions[i];
+      std::uint32_t masks[W];
+      filter.masks_of(filter.hash(keys[position]), masks);
+      is_new[position] = !device_ref<W>::covers(bits, masks);
+#pragma unroll
+      for (std::uint32_t w = 0; w < W; ++w) bits[w] |= masks[w];
+    }
+#pragma unroll
+    for (std::uint32_t w = 0; w < W; ++w) bits[w] &= ~before[w];  // only the new bits
+    filter.or_block(block, bits);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Bit-array kernels: 16-byte vectors, then the num_words % 4 tail words.
+// ---------------------------------------------------------------------------
+
+template <word_op Op>
+__device__ __forceinline__ std::uint32_t apply(std::uint32_t a, std::uint32_t b) {
+  return Op == word_op::bit_or ? (a | b) : (a & b);
+}
+
+template <word_op Op>
+__global__ void __launch_bounds__(block_threads)
+    combine_kernel(std::uint32_t* __restrict__ dst, const std::uint32_t* __restrict__ src,
+                   std::uint64_t num_words) {
+  const std::uint64_t num_vectors = num_words / 4;
+  auto* dst4 = reinterpret_cast<uint4*>(dst);
+  const auto* src4 = reinterpret_cast<const uint4*>(src);
+  for (std::size_t i = first_index(); i < num_vectors; i += grid_stride()) {
+    uint4 a = dst4[i];
+    const uint4 b = src4[i];
+    a.x = apply<Op>(a.x, b.x);
+    a.y = apply<Op>(a.y, b.y);
+    a.z = apply<Op>(a.z, b.z);
+    a.w = apply<Op>(a.w, b.w);
+    dst4[i] = a;
+  }
+  for (std::size_t i = num_vectors * 4 + first_index(); i < num_words; i += grid_stride()) {
+    dst[i] = apply<Op>(dst[i], src[i]);
+  }
+}
+
+__global__ void __launch_bounds__(block_threads)
+    popcount_kernel(const std::uint32_t* __restrict__ words, std::uint64_t num_words,
+                    counter_t* counter) {
+  const std::uint64_t num_vectors = num_words / 4;
+  const auto* words4 = reinterpret_cast<const uint4*>(words);
+  counter_t bits = 0;
+  for (std::size_t i = first_index(); i < num_vectors; i += grid_stride()) {
+    const uint4 v = words4[i];
+    bits += __popc(v.x) + __popc(v.y) + __popc(v.z) + __popc(v.w);
+  }
+  for (std::size_t i = num_vectors * 4 + first_index(); i < num_words; i += grid_stride()) {
+    bits += __popc(words[i]);
+  }
+  add_block_total(bits, counter);
+}
+
+// ---------------------------------------------------------------------------
+// Launch machinery
+// ---------------------------------------------------------------------------
+
+// Launches Kernel over `work_items` items (one per thread, grid-stride) on `stream`.
+template <auto Kernel, class... Args>
+void launch(std::size_t work_items, cudaStream_t stream, Args... args) {
+  if (work_items == 0) return;
+  // CTAs of this kernel one SM holds at once; measured once per kernel (a
+  // failed query throws and is retried by the next launch).
+  static const int ctas_per_sm = [] {
+    int ctas = 0;
+    GBF_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, Kernel, block_threads, 0));
+    return std::max(ctas, 1);
+  }();
+  int device = 0;
+  GBF_CUDA_TRY(cudaGetDevice(&device));
+  int sms = 0;
+  GBF_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const std::size_t needed = (work_items + block_threads - 1) / block_threads;
+  const std::size_t resident = static_cast<std::size_t>(sms) * static_cast<std::size_t>(ctas_per_sm);
+  const auto grid = static_cast<unsigned>(std::min(needed, resident));
+  Kernel<<<grid, block_threads, 0, stream>>>(args...);
+  GBF_CUDA_TRY(cudaGetLastError());
+}
+
+// Calls f(std::integral_constant<uint32_t, W>{}, Key{}) for the layout's W and
+// the batch's key type: the one place runtime geometry becomes template arguments.
+template <std::uint32_t W, class F>
+void dispatch_key(key_kind kind, F&& f) {
+  if (kind == key_kind::u32) {
+    f(std::integral_constant<std::uint32_t, W>{}, std::uint32_t{});
+  } else {
+    f(std::integral_constant<std::uint32_t, W>{}, std::uint64_t{});
+  }
+}
+
+template <class F>
+void dispatch(const layout& l, key_kind kind, F&& f) {
+  switch (l.words_per_block) {
+    case 1: return dispatch_key<1>(kind, f);
+    case 2: return dispatch_key<2>(kind, f);
+    case 4: return dispatch_key<4>(kind, f);
+    case 8: return dispatch_key<8>(kind, f);
+    case 16: return dispatch_key<16>(kind, f);
+    default: throw invalid_argument("words_per_block must be one of 1, 2, 4, 8, 16");
+  }
+}
+
+// Bits the block indices of `l` occupy: the radix sort skips the rest.
+int block_index_bits(const layout& l) {
+  int bits = 0;
+  while (bits < 32 && ((l.num_blocks - 1) >> bits) != 0) ++bits;
+  return bits;
+}
+
+constexpr std::size_t scratch_alignment = 256;
+
+constexpr std::size_t aligned(std::size_t bytes) {
+  return (bytes + scratch_alignment - 1) / scratch_alignment * scratch_alignment;
+}
+
+// Temporary bytes of CUB's radix sort for `n` pairs over `bits` key bits.
+std::size_t sort_temp_bytes(std::size_t n, int bits) {
+  if (bits == 0) return 0;  // one block: every key is in block 0, nothing to sort
+  std::size_t bytes = 0;
+  cub::DoubleBuffer<std::uint32_t> blocks(nullptr, nullptr);
+  cub::DoubleBuffer<std::uint32_t> positions(nullptr, nullptr);
+  GBF_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, bytes, blocks, positions,
+                                               static_cast<int>(n), 0, bits));
+  return bytes;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Launchers
+// ---------------------------------------------------------------------------
+
+void add(const layout& l, std::uint32_t* words, key_kind kind, const void* keys, std::size_t n,
+         cudaStream_t stream) {
+  dispatch(l, kind, [&](auto w, auto key) {
+    using Key = decltype(key);
+    constexpr std::uint32_t W = decltype(w)::value;
+    launch<add_kernel<W, Key>>(n, stream, device_ref<W>(words, l), static_cast<const Key*>(keys),
+                               n);
+  });
+}
+
+void contains(const layout& l, const std::uint32_t* words, key_kind kind, const void* keys,
+              std::size_t n, bool* found, cudaStream_t stream) {
+  // device_ref views mutable words; the contains kernel only reads them.
+  auto* bits = const_cast<std::uint32_t*>(words);
+  dispatch(l, kind, [&](auto w, auto key) {
+    using Key = decltype(key);
+    constexpr std::uint32_t W = decltype(w)::value;
+    launch<contains_kernel<W, Key>>(n, stream, device_ref<W>(bits, l),
+                                    static_cast<const Key*>(keys), n, found);
+  });
+}
+
+void count(const layout& l, const std::uint32_t* words, key_kind kind, const void* keys,
+           std::size_t n, std::uint64_t* counter, cudaStream_t stream) {
+  auto* bits = const_cast<std::uint32_t*>(words);
+  dispatch(l, kind, [&](auto w, auto key) {
+    using Key = decltype(key);
+    constexpr std::uint32_t W = decltype(w)::value;
+    launch<count_kernel<W, Key>>(n, stream, device_ref<W>(bits, l), static_cast<const Key*>(keys),
+                                 n, reinterpret_cast<counter_t*>(counter));
+  });
+}
+
+// Scratch layout: blocks[2][max_keys] and positions[2][max_keys] (the sort's
+// double buffers), then CUB's temporary storage; each region 256-byte aligned.
+std::size_t add_new_scratch_bytes(const layout& l, std::size_t max_keys) {
+  if (max_keys > add_new_max_keys) {
+    throw invalid_argument("add_new takes at most 2^30 keys per launch");
+  }
+  const std::size_t array_bytes = aligned(max_keys * sizeof(std::uint32_t));
+  return 4 * array_bytes + aligned(sort_temp_bytes(max_keys, block_index_bits(l)));
+}
+
+void add_new(const layout& l, std::uint32_t* words, key_kind kind, const void* keys,
+             std::size_t n, bool* is_new, void* scratch, std::size_t scratch_bytes,
+             cudaStream_t stream) {
+  if (n == 0) return;
+  if (n > add_new_max_keys) throw invalid_argument("add_new takes at most 2^30 keys per launch");
+  const int bits = block_index_bits(l);
+  const std::size_t array_bytes = aligned(n * sizeof(std::uint32_t));
+  const std::size_t sort_bytes = sort_temp_bytes(n, bits);
+  if (scratch_bytes < 4 * array_bytes + sort_bytes) {
+    throw invalid_argument("add_new: scratch of " + std::to_string(scratch_bytes) +
+                           " bytes is too small for " + std::to_string(n) + " keys");
+  }
+  auto* base = static_cast<unsigned char*>(scratch);
+  auto region = [&](int i) { return reinterpret_cast<std::uint32_t*>(base + i * array_bytes); };
+  cub::DoubleBuffer<std::uint32_t> blocks(region(0), region(1));
+  cub::DoubleBuffer<std::uint32_t> positions(region(2), region(3));
+  void* sort_temp = base + 4 * array_bytes;
+
+  dispatch(l, kind, [&](auto w, auto key) {
+    using Key = decltype(key);
+    constexpr std::uint32_t W = decltype(w)::value;
+    const device_ref<W> filter(words, l);
+    const auto* typed_keys = static_cast<const Key*>(keys);
+    launch<block_of_kernel<W, Key>>(n, stream, filter, typed_keys, n, blocks.Current(),
+                                    positions.Current());
+    if (bits != 0) {
+      // Stable, so equal blocks keep their keys in batch order.
+      std::size_t temp_bytes = sort_bytes;
+      GBF_CUDA_TRY(cub::DeviceRadixSort::SortPairs(sort_temp, temp_bytes, blocks, positions,
+                                                   static_cast<int>(n), 0, bits, stream));
+    }
+    launch<add_new_runs_kernel<W, Key>>(n, stream, filter, typed_keys, n, blocks.Current(),
+                                        positions.Current(), is_new);
+  });
+}
+
+void combine_words(std::uint32_t* dst, const std::uint32_t* src, std::uint64_t num_words,
+                   word_op op, cudaStream_t stream) {
+  const std::size_t work = (num_words + 3) / 4;
+  if (op == word_op::bit_or) {
+    launch<combine_kernel<word_op::bit_or>>(work, stream, dst, src, num_words);
+  } else {
+    launch<combine_kernel<word_op::bit_and>>(work, stream, dst, src, num_words);
+  }
+}
+
+void popcount(const std::uint32_t* words, std::uint64_t num_words, std::uint64_t* counter,
+              cudaStream_t stream) {
+  launch<popcount_kernel>((num_words + 3) / 4, stream, words, num_words,
+                          reinterpret_cast<counter_t*>(counter));
+}
+
+}  // namespace gbf::detail::gpu

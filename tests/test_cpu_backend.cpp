@@ -1,0 +1,413 @@
+// The CPU backend against an independent reference: the words it writes, its
+// answers, AVX2 against scalar, many threads against one, add_new against the
+// sequential loop, and its measured false-positive rate against the model.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gbf/error.hpp"
+#include "gbf/hash.hpp"
+#include "gbf/layout.hpp"
+#include "gbf/sizing.hpp"
+#include "host/backend.hpp"
+
+namespace gbf::detail {
+namespace {
+
+// Big enough that 4 threads each get a full share (the backend gives a thread
+// at least 64 Ki keys).
+constexpr std::size_t threaded_batch = std::size_t{4} << 16;
+
+/// Every supported (W, k) the tests cover: k in {W, W+1, 2W, 32}, within [W, 32].
+std::vector<layout> all_shapes() {
+  std::vector<layout> shapes;
+  for (std::uint32_t w : {1u, 2u, 4u, 8u, 16u}) {
+    std::vector<std::uint32_t> ks = {w, w + 1, 2 * w, 32};
+    std::sort(ks.begin(), ks.end());
+    ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
+    for (std::uint32_t k : ks) {
+      if (k > 32) continue;
+      layout l;
+      l.words_per_block = w;
+      l.bits_per_key = k;
+      l.seed = 0x5eed0000u + w * 64 + k;  // a nonzero seed per shape exercises seeding
+      shapes.push_back(l);
+    }
+  }
+  return shapes;
+}
+
+layout with_blocks(layout l, std::uint64_t num_blocks) {
+  l.num_blocks = num_blocks;
+  return l;
+}
+
+std::string name_of(const layout& l) {
+  return "W=" + std::to_string(l.words_per_block) + " k=" + std::to_string(l.bits_per_key) +
+         " blocks=" + std::to_string(l.num_blocks);
+}
+
+template <class Key>
+std::vector<Key> random_keys(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Key> keys(n);
+  for (Key& key : keys) key = static_cast<Key>(rng());
+  return keys;
+}
+
+template <class Key>
+key_batch batch_of(const std::vector<Key>& keys) {
+  return key_batch{keys.data(), keys.size(), sizeof(Key) == 4 ? key_kind::u32 : key_kind::u64,
+                   memory_space::host};
+}
+
+std::unique_ptr<backend_impl> make(const layout& l, cpu_simd simd, unsigned threads) {
+  return make_cpu_backend(l, simd, threads, nullptr);
+}
+
+std::vector<std::uint32_t> words_of(const backend_impl& b) {
+  std::vector<std::uint32_t> words(b.get_layout().num_words());
+  b.read_words(words.data());
+  return words;
+}
+
+// bool vectors cannot hand out bool*; results live in a plain array.
+using answers = std::unique_ptr<bool[]>;
+
+template <class Key>
+answers contains_of(const backend_impl& b, const std::vector<Key>& keys) {
+  answers found(new bool[keys.size()]);
+  b.contains(batch_of(keys), found.get());
+  return found;
+}
+
+template <class Key>
+answers add_new_of(backend_impl& b, const std::vector<Key>& keys) {
+  answers is_new(new bool[keys.size()]);
+  b.add_new(batch_of(keys), is_new.get());
+  return is_new;
+}
+
+/// The reference layout, written straight from layout.hpp's definitions: one
+/// word at a time with word_mask, no blocks-as-arrays, no SIMD, no threads.
+struct reference_filter {
+  layout l;
+  std::vector<std::uint32_t> words;
+
+  explicit reference_filter(const layout& shape) : l(shape), words(shape.num_words(), 0) {}
+
+  template <class Key>
+  std::uint64_t first_word(Key key) const {
+    return block_index(hash_key(key, l.seed), l.num_blocks) * l.words_per_block;
+  }
+  template <class Key>
+  bool contains(Key key) const {
+    const std::uint64_t h = hash_key(key, l.seed);
+    const std::uint64_t first = first_word(key);
+    for (std::uint32_t w = 0; w < l.words_per_block; ++w) {
+      const std::uint32_t mask = word_mask(h, w, l.words_per_block, l.bits_per_key);
+      if ((words[first + w] & mask) != mask) return false;
+    }
+    return true;
+  }
+  /// Adds `key`; returns whether it was new (the sequential add_new answer).
+  template <class Key>
+  bool add(Key key) {
+    const bool was_new = !contains(key);
+    const std::uint64_t h = hash_key(key, l.seed);
+    const std::uint64_t first = first_word(key);
+    for (std::uint32_t w = 0; w < l.words_per_block; ++w)
+      words[first + w] |= word_mask(h, w, l.words_per_block, l.bits_per_key);
+    return was_new;
+  }
+};
+
+/// A batch with repeats inside it and keys from `earlier` (already added).
+template <class Key>
+std::vector<Key> batch_with_repeats(const std::vector<Key>& fresh, const std::vector<Key>& earlier,
+                                    std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Key> batch;
+  batch.reserve(fresh.size() * 2);
+  for (std::size_t i = 0; i < fresh.size(); ++i) {
+    batch.push_back(fresh[i]);
+    const std::uint64_t dice = rng() % 4;
+    if (dice == 0) batch.push_back(fresh[rng() % (i + 1)]);  // a repeat within the batch
+    if (dice == 1 && !earlier.empty()) batch.push_back(earlier[rng() % earlier.size()]);
+  }
+  return batch;
+}
+
+// ---------------------------------------------------------------------------
+
+template <class Key>
+void check_against_reference(const layout& l, cpu_simd simd) {
+  SCOPED_TRACE(name_of(l) + (sizeof(Key) == 4 ? " u32" : " u64"));
+  // A big filter only needs enough keys to hit blocks throughout it.
+  const std::size_t n = l.num_blocks > 100000 ? 20000 : 2000;
+  const auto keys = random_keys<Key>(n, 1 + l.num_blocks);
+  const auto queries = random_keys<Key>(n, 2 + l.num_blocks);
+
+  auto filter = make(l, simd, 1);
+  reference_filter reference(l);
+  filter->add(batch_of(keys));
+  for (Key key : keys) reference.add(key);
+  ASSERT_EQ(words_of(*filter), reference.words);
+
+  const answers found = contains_of(*filter, keys);
+  for (std::size_t i = 0; i < n; ++i) ASSERT_TRUE(found[i]) << "false negative for key " << i;
+  EXPECT_EQ(filter->count(batch_of(keys)), n);
+
+  const answers maybe = contains_of(*filter, queries);
+  std::uint64_t positives = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(maybe[i], reference.contains(queries[i])) << "query " << i;
+    positives += maybe[i] ? 1 : 0;
+  }
+  EXPECT_EQ(filter->count(batch_of(queries)), positives);
+}
+
+TEST(CpuBackend, WordsAndAnswersMatchReferenceForAllLayouts) {
+  for (const layout& shape : all_shapes()) {
+    for (std::uint64_t blocks : {1ull, 2ull, 3ull, 1000ull, (1ull << 20) + 7}) {
+      const layout l = with_blocks(shape, blocks);
+      check_against_reference<std::uint32_t>(l, cpu_simd::automatic);
+      check_against_reference<std::uint64_t>(l, cpu_simd::automatic);
+      if (blocks < 1000) {  // the scalar kernel alone, where it is not what automatic picks
+        check_against_reference<std::uint32_t>(l, cpu_simd::scalar);
+        check_against_reference<std::uint64_t>(l, cpu_simd::scalar);
+      }
+    }
+  }
+}
+
+template <class Key>
+void check_avx2_matches_scalar(const layout& l) {
+  SCOPED_TRACE(name_of(l) + (sizeof(Key) == 4 ? " u32" : " u64"));
+  const std::size_t n = 3000;
+  const auto keys = random_keys<Key>(n, 10 + l.num_blocks);
+  const auto queries = random_keys<Key>(n, 11 + l.num_blocks);
+  auto scalar = make(l, cpu_simd::scalar, 1);
+  auto avx2 = make(l, cpu_simd::avx2, 1);
+
+  const answers scalar_new = add_new_of(*scalar, keys);
+  const answers avx2_new = add_new_of(*avx2, keys);
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(scalar_new[i], avx2_new[i]) << "key " << i;
+  scalar->add(batch_of(queries));  // plain add as well as add_new
+  avx2->add(batch_of(queries));
+  ASSERT_EQ(words_of(*scalar), words_of(*avx2));
+
+  const auto probes = random_keys<Key>(n, 12 + l.num_blocks);
+  const answers scalar_found = contains_of(*scalar, probes);
+  const answers avx2_found = contains_of(*avx2, probes);
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(scalar_found[i], avx2_found[i]) << "probe " << i;
+  EXPECT_EQ(scalar->count(batch_of(probes)), avx2->count(batch_of(probes)));
+}
+
+TEST(CpuBackend, Avx2MatchesScalarBitForBit) {
+  if (!cpu_has_avx2()) GTEST_SKIP() << "this CPU has no AVX2; only the scalar kernel can run";
+  for (const layout& shape : all_shapes()) {
+    for (std::uint64_t blocks : {1ull, 3ull, 1000ull, (1ull << 20) + 7}) {
+      check_avx2_matches_scalar<std::uint32_t>(with_blocks(shape, blocks));
+      check_avx2_matches_scalar<std::uint64_t>(with_blocks(shape, blocks));
+    }
+  }
+}
+
+TEST(CpuBackend, FourThreadsGiveTheSameBitsAsOne) {
+  const cpu_simd simd = cpu_has_avx2() ? cpu_simd::avx2 : cpu_simd::scalar;
+  for (const layout& shape : all_shapes()) {
+    if (shape.bits_per_key != shape.words_per_block && shape.bits_per_key != 32) continue;
+    const layout l = with_blocks(shape, 50000);
+    SCOPED_TRACE(name_of(l));
+    const auto keys = random_keys<std::uint64_t>(threaded_batch, 20);
+    auto one = make(l, simd, 1);
+    auto four = make(l, simd, 4);
+    one->add(batch_of(keys));
+    four->add(batch_of(keys));
+    ASSERT_EQ(words_of(*one), words_of(*four));
+
+    const auto queries = random_keys<std::uint64_t>(threaded_batch, 21);
+    const answers one_found = contains_of(*one, queries);
+    const answers four_found = contains_of(*four, queries);
+    for (std::size_t i = 0; i < queries.size(); ++i) ASSERT_EQ(one_found[i], four_found[i]);
+    EXPECT_EQ(one->count(batch_of(queries)), four->count(batch_of(queries)));
+    EXPECT_EQ(one->popcount(), four->popcount());
+  }
+}
+
+template <class Key>
+void check_add_new_is_sequential(const layout& l, unsigned threads, std::size_t n) {
+  SCOPED_TRACE(name_of(l) + " threads=" + std::to_string(threads) +
+               (sizeof(Key) == 4 ? " u32" : " u64"));
+  const auto earlier = random_keys<Key>(n / 4, 30);
+  const auto batch = batch_with_repeats(random_keys<Key>(n, 31), earlier, 32);
+
+  auto filter = make(l, cpu_simd::automatic, threads);
+  reference_filter reference(l);
+  filter->add(batch_of(earlier));
+  for (Key key : earlier) reference.add(key);
+
+  const answers is_new = add_new_of(*filter, batch);
+  std::size_t mismatches = 0;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    if (is_new[i] != reference.add(batch[i]) && ++mismatches <= 5)
+      ADD_FAILURE() << "is_new[" << i << "] = " << is_new[i];
+  }
+  EXPECT_EQ(mismatches, 0u);
+  EXPECT_EQ(words_of(*filter), reference.words);
+}
+
+TEST(CpuBackend, AddNewAnswersLikeTheSequentialLoop) {
+  for (const layout& shape : all_shapes()) {
+    if (shape.bits_per_key != shape.words_per_block) continue;
+    // Few blocks make repeats and collisions common; 3 blocks under 4 threads
+    // leaves a thread without blocks.
+    for (std::uint64_t blocks : {1ull, 3ull, 1000ull, 100000ull}) {
+      const layout l = with_blocks(shape, blocks);
+      check_add_new_is_sequential<std::uint64_t>(l, 1, 5000);
+      check_add_new_is_sequential<std::uint32_t>(l, 4, threaded_batch);
+    }
+  }
+  const layout l = with_blocks(all_shapes().back(), 1000);  // W = 16, k = 32
+  check_add_new_is_sequential<std::uint64_t>(l, 4, threaded_batch);
+}
+
+TEST(CpuBackend, CombineIsWordwiseOrAndAnd) {
+  const layout l = with_blocks(layout{}, 777);
+  const auto a_keys = random_keys<std::uint64_t>(3000, 40);
+  const auto b_keys = random_keys<std::uint64_t>(3000, 41);
+  auto a = make(l, cpu_simd::automatic, 1);
+  auto b = make(l, cpu_simd::automatic, 1);
+  a->add(batch_of(a_keys));
+  b->add(batch_of(b_keys));
+  const auto a_words = words_of(*a);
+  const auto b_words = words_of(*b);
+
+  auto merged = make(l, cpu_simd::automatic, 1);
+  merged->write_words(a_words.data());
+  merged->combine(*b, set_op::union_or);
+  auto intersected = make(l, cpu_simd::automatic, 1);
+  intersected->write_words(a_words.data());
+  intersected->combine_host(b_words.data(), set_op::intersect_and);
+
+  const auto or_words = words_of(*merged);
+  const auto and_words = words_of(*intersected);
+  for (std::size_t i = 0; i < a_words.size(); ++i) {
+    ASSERT_EQ(or_words[i], a_words[i] | b_words[i]) << "word " << i;
+    ASSERT_EQ(and_words[i], a_words[i] & b_words[i]) << "word " << i;
+  }
+  EXPECT_EQ(merged->count(batch_of(a_keys)), a_keys.size());
+  EXPECT_EQ(merged->count(batch_of(b_keys)), b_keys.size());
+}
+
+TEST(CpuBackend, PopcountClearAndWordRoundTrip) {
+  // 2^22 words: big enough for popcount to split across the 4 threads.
+  const layout l = with_blocks(layout{}, std::uint64_t{1} << 19);
+  auto filter = make(l, cpu_simd::automatic, 4);
+  EXPECT_EQ(filter->popcount(), 0u);
+
+  std::mt19937_64 rng(50);
+  std::vector<std::uint32_t> words(l.num_words());
+  std::uint64_t expected_bits = 0;
+  for (std::uint32_t& word : words) {
+    word = static_cast<std::uint32_t>(rng()) & static_cast<std::uint32_t>(rng());
+    expected_bits += static_cast<std::uint64_t>(__builtin_popcount(word));
+  }
+  filter->write_words(words.data());
+  EXPECT_EQ(words_of(*filter), words);
+  EXPECT_EQ(filter->popcount(), expected_bits);
+
+  filter->clear();
+  EXPECT_EQ(filter->popcount(), 0u);
+  EXPECT_EQ(words_of(*filter), std::vector<std::uint32_t>(l.num_words(), 0));
+}
+
+TEST(CpuBackend, EmptyBatchesAreNoOps) {
+  auto filter = make(with_blocks(layout{}, 10), cpu_simd::automatic, 4);
+  const key_batch empty{nullptr, 0, key_kind::u64, memory_space::host};
+  filter->add(empty);
+  filter->add_new(empty, nullptr);
+  filter->contains(empty, nullptr);
+  EXPECT_EQ(filter->count(empty), 0u);
+  EXPECT_EQ(filter->popcount(), 0u);
+}
+
+TEST(CpuBackend, RejectsKeysInDeviceMemory) {
+  auto filter = make(with_blocks(layout{}, 10), cpu_simd::automatic, 1);
+  const std::uint64_t key = 1;
+  bool result = false;
+  const key_batch on_device{&key, 1, key_kind::u64, memory_space::device};
+  EXPECT_THROW(filter->add(on_device), gbf::invalid_argument);
+  EXPECT_THROW(filter->add_new(on_device, &result), gbf::invalid_argument);
+  EXPECT_THROW(filter->contains(on_device, &result), gbf::invalid_argument);
+  EXPECT_THROW(filter->count(on_device), gbf::invalid_argument);
+  EXPECT_EQ(filter->popcount(), 0u);
+}
+
+TEST(CpuBackend, RejectsInvalidLayouts) {
+  layout bad_width = with_blocks(layout{}, 10);
+  bad_width.words_per_block = 3;
+  EXPECT_THROW(make(bad_width, cpu_simd::scalar, 1), gbf::invalid_argument);
+  layout too_few_bits = with_blocks(layout{}, 10);
+  too_few_bits.bits_per_key = 4;
+  EXPECT_THROW(make(too_few_bits, cpu_simd::scalar, 1), gbf::invalid_argument);
+  EXPECT_THROW(make(with_blocks(layout{}, 0), cpu_simd::scalar, 1), gbf::invalid_argument);
+}
+
+TEST(CpuBackend, Avx2RequestThrowsWithoutAvx2) {
+  if (cpu_has_avx2()) GTEST_SKIP() << "this CPU has AVX2, so an AVX2 request cannot fail here";
+  EXPECT_THROW(make(layout{}, cpu_simd::avx2, 1), gbf::invalid_argument);
+}
+
+TEST(CpuBackend, DescriptionNamesKernelAndThreads) {
+  std::string description;
+  auto filter = make_cpu_backend(layout{}, cpu_simd::scalar, 1, &description);
+  EXPECT_EQ(description, "cpu (scalar, 1 thread)");
+  EXPECT_EQ(filter->kind(), backend::cpu);
+  EXPECT_EQ(filter->get_layout(), layout{});
+
+  make_cpu_backend(layout{}, cpu_simd::automatic, 3, &description);
+  EXPECT_EQ(description, cpu_has_avx2() ? "cpu (avx2, 3 threads)" : "cpu (scalar, 3 threads)");
+
+  layout narrow;  // AVX2 kernels serve 8- and 16-word blocks only
+  narrow.words_per_block = 4;
+  make_cpu_backend(narrow, cpu_simd::automatic, 2, &description);
+  EXPECT_EQ(description, "cpu (scalar, 2 threads)");
+}
+
+TEST(CpuBackend, MeasuredFprMatchesExpected) {
+  const std::size_t num_queries = 400000;
+  for (const auto& [words_per_block, bits_per_key] :
+       std::vector<std::pair<std::uint32_t, std::uint32_t>>{{8, 8}, {1, 1}, {4, 8}, {16, 16}}) {
+    layout l;
+    l.words_per_block = words_per_block;
+    l.bits_per_key = bits_per_key;
+    // ~10 bits per key: FPRs between a fraction of a percent and a few percent.
+    const std::size_t n = 50000;
+    l.num_blocks = n * 10 / l.num_bits();
+    SCOPED_TRACE(name_of(l));
+
+    auto filter = make(l, cpu_simd::automatic, 2);
+    filter->add(batch_of(random_keys<std::uint64_t>(n, 60)));
+    // Fresh keys: a different seed; collisions with the added keys are negligible.
+    const auto queries = random_keys<std::uint64_t>(num_queries, 61);
+    const double measured =
+        static_cast<double>(filter->count(batch_of(queries))) / static_cast<double>(num_queries);
+    const double expected = expected_fpr(l, static_cast<double>(n));
+    // 5 binomial sigmas over the queries, plus 10% of the FPR for the spread
+    // between filters (the filter itself is one random draw).
+    const double sigma = std::sqrt(expected * (1 - expected) / static_cast<double>(num_queries));
+    EXPECT_NEAR(measured, expected, 5 * sigma + 0.1 * expected)
+        << "measured " << measured << ", expected " << expected;
+  }
+}
+
+}  // namespace
+}  // namespace gbf::detail
