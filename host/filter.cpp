@@ -115,10 +115,11 @@ filter filter::create(std::uint64_t capacity, double fpp, const options& opts, c
 }
 
 filter filter::from_words(const layout& l, const std::uint32_t* words, const options& opts,
-                          std::uint64_t capacity) {
+                          std::uint64_t capacity, std::uint64_t keys_added) {
   if (words == nullptr) throw invalid_argument("from_words: words is null");
   filter f(l, opts, capacity);
   f.impl_->write_words(words);
+  f.keys_added_ = keys_added;
   return f;
 }
 
@@ -130,9 +131,7 @@ filter filter::copy_to(backend where, const options& opts) const {
   options target = opts;
   target.where = where;
   const std::vector<std::uint32_t> bits = words();
-  filter copy = from_words(layout_, bits.data(), target, capacity_);
-  copy.keys_added_ = keys_added_;
-  return copy;
+  return from_words(layout_, bits.data(), target, capacity_, keys_added_);
 }
 
 backend filter::where() const noexcept { return impl_->kind(); }

@@ -116,6 +116,15 @@ std::vector<layout> all_layouts() {
   return layouts;
 }
 
+}  // namespace
+}  // namespace gbf::detail
+namespace gbf {
+// Readable parameter values in test listings ("8 words/block, 8 bits/key, ...").
+void PrintTo(const layout& l, std::ostream* os) { *os << to_string(l); }
+}  // namespace gbf
+namespace gbf::detail {
+namespace {
+
 struct layout_name {
   std::string operator()(const ::testing::TestParamInfo<layout>& info) const {
     return "W" + std::to_string(info.param.words_per_block) + "k" +

@@ -60,4 +60,23 @@ class cuda_error : public error {
   int code_;
 };
 
+/// A file or buffer is not a valid gbf or Parquet filter: wrong magic, unsupported
+/// version, truncated, checksum mismatch, impossible layout, malformed header, ...
+class format_error : public error {
+ public:
+  using error::error;
+};
+
+/// The operating system refused a file operation; the message names the path and
+/// strerror's text, `os_error()` is the errno value.
+class io_error : public error {
+ public:
+  io_error(const std::string& what, int os_error) : error(what), os_error_(os_error) {}
+  /// The errno value of the failed call.
+  int os_error() const noexcept { return os_error_; }
+
+ private:
+  int os_error_;
+};
+
 }  // namespace gbf

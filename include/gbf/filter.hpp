@@ -105,9 +105,10 @@ class filter {
   /// An empty filter of explicit layout `l`; `capacity` (0 = unknown) feeds stats().
   explicit filter(const layout& l, const options& opts = {}, std::uint64_t capacity = 0);
 
-  /// A filter of layout `l` holding `words` (l.num_words() host words, e.g. from a file).
+  /// A filter of layout `l` holding `words` (l.num_words() host words, e.g. from a file);
+  /// `keys_added` restores the count stats() reports.
   static filter from_words(const layout& l, const std::uint32_t* words, const options& opts = {},
-                           std::uint64_t capacity = 0);
+                           std::uint64_t capacity = 0, std::uint64_t keys_added = 0);
 
   filter(filter&&) noexcept;
   filter& operator=(filter&&) noexcept;

@@ -1,0 +1,82 @@
+// Fuzz target for the loaders: every input goes to deserialize() (gbf native
+// format) and to from_parquet_sbbf() with and without the Thrift header.
+// Rejection must be a gbf::error; anything else escaping (another exception, a
+// crash, a sanitizer report) is a bug. An input that is accepted must hold
+// exactly the bits the filter now has: the words, little-endian, are the
+// input's payload bytes.
+//
+// Built two ways (tests/CMakeLists.txt): with libFuzzer under Clang
+// (GBF_LIBFUZZER), and with tests/fuzz_driver.cpp as a bounded run under CTest.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "gbf/error.hpp"
+#include "gbf/filter.hpp"
+#include "gbf/io.hpp"
+
+namespace {
+
+// One CPU thread: inputs are tiny, and the target must not depend on a GPU.
+gbf::options fuzz_options() {
+  gbf::options opts;
+  opts.where = gbf::backend::cpu;
+  opts.cpu_threads = 1;
+  return opts;
+}
+
+void require(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "fuzz_load: %s\n", what);
+    std::abort();
+  }
+}
+
+// True when the filter's words, little-endian, equal the `size` bytes at `bytes`.
+bool words_equal(const gbf::filter& f, const std::uint8_t* bytes, std::size_t size) {
+  const std::vector<std::uint32_t> words = f.words();
+  if (words.size() * 4 != size) return false;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::uint32_t w = static_cast<std::uint32_t>(bytes[4 * i]) |
+                            static_cast<std::uint32_t>(bytes[4 * i + 1]) << 8 |
+                            static_cast<std::uint32_t>(bytes[4 * i + 2]) << 16 |
+                            static_cast<std::uint32_t>(bytes[4 * i + 3]) << 24;
+    if (words[i] != w) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const gbf::options opts = fuzz_options();
+  constexpr std::size_t header_bytes = 80;  // native v1 header
+  constexpr std::size_t checksum_bytes = 8;
+
+  try {
+    gbf::file_metadata meta;
+    const gbf::filter f = gbf::deserialize(data, size, opts, &meta);
+    require(size == header_bytes + meta.l.size_bytes() + checksum_bytes, "accepted a wrong size");
+    require(f.get_layout() == meta.l && f.capacity() == meta.capacity, "metadata differs");
+    require(words_equal(f, data + header_bytes, meta.l.size_bytes()), "native words differ");
+  } catch (const gbf::error&) {
+  }
+
+  try {
+    const gbf::filter f = gbf::from_parquet_sbbf(data, size, /*with_header=*/true, opts);
+    const std::size_t bitset = f.get_layout().size_bytes();
+    require(bitset <= size && words_equal(f, data + (size - bitset), bitset),
+            "Parquet words (with header) differ");
+  } catch (const gbf::error&) {
+  }
+
+  try {
+    const gbf::filter f = gbf::from_parquet_sbbf(data, size, /*with_header=*/false, opts);
+    require(words_equal(f, data, size), "Parquet words (no header) differ");
+  } catch (const gbf::error&) {
+  }
+  return 0;
+}
