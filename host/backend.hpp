@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "gbf/detail/config.hpp"
 #include "gbf/filter.hpp"
 #include "gbf/layout.hpp"
 
@@ -17,14 +18,52 @@ namespace gbf::detail {
 /// Where a caller's key or result array lives.
 enum class memory_space { host, device };
 
-/// A caller's batch of integer keys. `space` says where `data` (and the
-/// matching result array) live; backends never copy it to find out.
+/// A caller's batch of keys. `space` says where `data` (and the matching result
+/// array, and for strings the offsets and validity) live; backends never copy it
+/// to find out.
+///
+/// Integer keys (u32, u64): `data` holds `count` keys. String keys (str32,
+/// str64): key i is bytes [offsets[i], offsets[i+1]) of `data`, offsets being
+/// int32 or int64 as `kind` says; gbf::filter has checked them (0 <= offsets[0],
+/// non-decreasing, offsets[count] <= data_bytes) for host batches, the GPU
+/// backend checks device ones. `validity` (may be null) is an Arrow bitmap whose
+/// bit validity_bit + i is key i's (0 = null: skipped).
 struct key_batch {
   const void* data = nullptr;
   std::size_t count = 0;
   key_kind kind = key_kind::u64;
   memory_space space = memory_space::host;
+  // String keys only.
+  const void* offsets = nullptr;
+  std::size_t data_bytes = 0;
+  const std::uint8_t* validity = nullptr;
+  std::size_t validity_bit = 0;
+
+  bool is_string() const noexcept {
+    return kind == key_kind::str32 || kind == key_kind::str64;
+  }
 };
+
+/// Offsets of a string batch read as int64 (offsets[i] of either width).
+inline std::int64_t offset_at(const key_batch& keys, std::size_t i) {
+  return keys.kind == key_kind::str32 ? static_cast<const std::int32_t*>(keys.offsets)[i]
+                                      : static_cast<const std::int64_t*>(keys.offsets)[i];
+}
+
+/// Whether key i of a batch with a validity bitmap (or none) is non-null.
+GBF_HD inline bool key_valid(const std::uint8_t* validity, std::size_t bit, std::size_t i) {
+  if (validity == nullptr) return true;
+  const std::size_t b = bit + i;
+  return ((validity[b >> 3] >> (b & 7)) & 1u) != 0;
+}
+
+/// The first bad offset rule, shared by the host check and the GPU validation
+/// kernel: index i is bad when offsets[i] > data_bytes, or i = 0 and offsets[0] < 0,
+/// or i > 0 and offsets[i] < offsets[i-1]. Returns the sentence gbf::filter throws,
+/// e.g. "string keys: offsets[17] = 40 < offsets[16] = 52 (offsets must not decrease)".
+/// `previous` is offsets[i-1] (ignored for i = 0).
+std::string bad_offset_message(std::size_t index, std::int64_t value, std::int64_t previous,
+                               std::size_t data_bytes);
 
 /// Word-wise set operation applied by combine: union (OR) or intersection (AND).
 enum class set_op { union_or, intersect_and };

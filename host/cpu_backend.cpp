@@ -94,11 +94,13 @@ std::uint64_t part_begin(std::uint64_t n, unsigned parts, unsigned part) {
   return n / parts * part + std::min<std::uint64_t>(part, n % parts);
 }
 
-/// Calls fn(part, begin, end) for each of `parts` ranges of [0, n): part 0 on the
-/// calling thread, the others on threads of their own. A thread that cannot be
-/// started leaves its part to the calling thread: the work is done either way.
+/// Calls fn(part, begin, end) for each range [bounds[part], bounds[part + 1]):
+/// part 0 on the calling thread, the others on threads of their own. A thread
+/// that cannot be started leaves its part to the calling thread: the work is
+/// done either way.
 template <class Fn>
-void run_in_parts(unsigned parts, std::uint64_t n, const Fn& fn) {
+void run_in_ranges(const std::vector<std::uint64_t>& bounds, const Fn& fn) {
+  const auto parts = static_cast<unsigned>(bounds.size() - 1);
   std::vector<std::thread> workers;
   workers.reserve(parts - 1);
   struct join_all {
@@ -108,15 +110,60 @@ void run_in_parts(unsigned parts, std::uint64_t n, const Fn& fn) {
     }
   } joiner{workers};
   for (unsigned part = 1; part < parts; ++part) {
-    const std::uint64_t begin = part_begin(n, parts, part);
-    const std::uint64_t end = part_begin(n, parts, part + 1);
+    const std::uint64_t begin = bounds[part];
+    const std::uint64_t end = bounds[part + 1];
     try {
       workers.emplace_back([&fn, part, begin, end] { fn(part, begin, end); });
     } catch (const std::system_error&) {
       fn(part, begin, end);
     }
   }
-  fn(0u, part_begin(n, parts, 0), part_begin(n, parts, 1));
+  fn(0u, bounds[0], bounds[1]);
+}
+
+/// `parts` contiguous ranges of [0, n) whose sizes differ by at most one.
+std::vector<std::uint64_t> even_bounds(unsigned parts, std::uint64_t n) {
+  std::vector<std::uint64_t> bounds(parts + 1);
+  for (unsigned part = 0; part <= parts; ++part) bounds[part] = part_begin(n, parts, part);
+  return bounds;
+}
+
+/// Calls fn(part, begin, end) for each of `parts` even ranges of [0, n) (see run_in_ranges).
+template <class Fn>
+void run_in_parts(unsigned parts, std::uint64_t n, const Fn& fn) {
+  run_in_ranges(even_bounds(parts, n), fn);
+}
+
+/// What hashing a string costs, in "keys": one per key plus one per this many bytes
+/// (xxh64 runs at a few GB/s; a probe costs about what hashing 16 bytes does).
+constexpr std::uint64_t bytes_per_key_cost = 16;
+
+/// The work of keys [0, i) of a string batch: i + (bytes before key i) / 16.
+std::uint64_t string_work(const key_batch& keys, std::size_t i) {
+  const auto bytes = static_cast<std::uint64_t>(offset_at(keys, i) - offset_at(keys, 0));
+  return i + bytes / bytes_per_key_cost;
+}
+
+/// `parts` contiguous key ranges of equal work: even by count for integers, by
+/// count and bytes for strings (a batch with a few long strings among many short
+/// ones would otherwise leave one thread hashing the long ones alone). Offsets
+/// are non-decreasing, so work is monotone in i and each cut is a binary search.
+std::vector<std::uint64_t> key_bounds(const key_batch& keys, unsigned parts) {
+  if (!keys.is_string() || parts == 1) return even_bounds(parts, keys.count);
+  std::vector<std::uint64_t> bounds(parts + 1);
+  const std::uint64_t total = string_work(keys, keys.count);
+  bounds[0] = 0;
+  bounds[parts] = keys.count;
+  for (unsigned part = 1; part < parts; ++part) {
+    const std::uint64_t target = part_begin(total, parts, part);
+    std::uint64_t lo = bounds[part - 1], hi = keys.count;  // first i with work(i) >= target
+    while (lo < hi) {
+      const std::uint64_t mid = lo + (hi - lo) / 2;
+      if (string_work(keys, mid) < target) lo = mid + 1; else hi = mid;
+    }
+    bounds[part] = lo;
+  }
+  return bounds;
 }
 
 void require_host(const key_batch& keys) {
@@ -146,15 +193,17 @@ class cpu_backend final : public backend_impl {
   void add(const key_batch& keys) override { run_owned(kernel_op::add, keys, nullptr); }
 
   void add_new(const key_batch& keys, bool* is_new) override {
+    clear_null_results(keys, is_new);
     run_owned(kernel_op::add_new, keys, is_new);
   }
 
   void contains(const key_batch& keys, bool* found) const override {
-    run_keys(kernel_op::contains, keys, found, key_parts(keys.count));
+    clear_null_results(keys, found);
+    run_keys(kernel_op::contains, keys, found, key_parts(keys));
   }
 
   std::uint64_t count(const key_batch& keys) const override {
-    return run_keys(kernel_op::count, keys, nullptr, key_parts(keys.count));
+    return run_keys(kernel_op::count, keys, nullptr, key_parts(keys));
   }
 
   void clear() override { std::memset(words_.get(), 0, layout_.size_bytes()); }
@@ -212,22 +261,39 @@ class cpu_backend final : public backend_impl {
     return static_cast<unsigned>(
         std::clamp<std::uint64_t>(work / min_per_thread, 1, num_threads_));
   }
-  unsigned key_parts(std::uint64_t num_keys) const {
-    return parts_for(num_keys, min_keys_per_thread);
+  unsigned key_parts(const key_batch& keys) const {
+    const std::uint64_t work = keys.is_string() ? string_work(keys, keys.count) : keys.count;
+    return parts_for(work, min_keys_per_thread);
+  }
+
+  /// The kernels skip null keys; their found / is_new answers are false.
+  static void clear_null_results(const key_batch& keys, bool* results) {
+    if (keys.validity == nullptr) return;
+    for (std::size_t i = 0; i < keys.count; ++i)
+      if (!key_valid(keys.validity, keys.validity_bit, i)) results[i] = false;
   }
   unsigned word_parts() const { return parts_for(layout_.num_words(), min_words_per_thread); }
 
   template <class Hashes>
   range_job<Hashes> make_job(kernel_op op, Hashes hash_of, std::size_t begin, std::size_t end,
-                             bool* results) const {
+                             bool* results, const key_batch& keys) const {
     return {op,      hash_of,    begin, end, words_.get(), layout_.num_blocks, layout_.bits_per_key,
-            0,       layout_.num_blocks, results};
+            0,       layout_.num_blocks, results, keys.validity, keys.validity_bit};
   }
 
   /// Calls fn(hash_of, kernel) with the hash source and kernel of the batch's key type.
   template <class Fn>
   std::uint64_t with_hashes(const key_batch& keys, const Fn& fn) const {
     require_host(keys);
+    const auto* bytes = static_cast<const unsigned char*>(keys.data);
+    if (keys.kind == key_kind::str32)
+      return fn(cpu::string_hashes<std::int32_t>{
+                    bytes, static_cast<const std::int32_t*>(keys.offsets), layout_.seed},
+                kernels_.str32_keys);
+    if (keys.kind == key_kind::str64)
+      return fn(cpu::string_hashes<std::int64_t>{
+                    bytes, static_cast<const std::int64_t*>(keys.offsets), layout_.seed},
+                kernels_.str64_keys);
     if (keys.kind == key_kind::u32)
       return fn(key_hashes<std::uint32_t>{static_cast<const std::uint32_t*>(keys.data), layout_.seed},
                 kernels_.u32_keys);
@@ -240,8 +306,9 @@ class cpu_backend final : public backend_impl {
                          unsigned parts) const {
     return with_hashes(keys, [&](auto hash_of, auto kernel) {
       std::vector<std::uint64_t> counts(parts);
-      run_in_parts(parts, keys.count, [&](unsigned part, std::uint64_t begin, std::uint64_t end) {
-        counts[part] = kernel(make_job(op, hash_of, begin, end, results));
+      run_in_ranges(key_bounds(keys, parts), [&](unsigned part, std::uint64_t begin,
+                                                 std::uint64_t end) {
+        counts[part] = kernel(make_job(op, hash_of, begin, end, results, keys));
       });
       return std::accumulate(counts.begin(), counts.end(), std::uint64_t{0});
     });
@@ -251,7 +318,7 @@ class cpu_backend final : public backend_impl {
   /// or several threads each owning a block range (see the top of the file).
   void run_owned(kernel_op op, const key_batch& keys, bool* results) {
     const unsigned parts = static_cast<unsigned>(
-        std::min<std::uint64_t>(key_parts(keys.count), layout_.num_blocks));
+        std::min<std::uint64_t>(key_parts(keys), layout_.num_blocks));
     if (parts == 1) {
       run_keys(op, keys, results, 1);
       return;
@@ -260,14 +327,21 @@ class cpu_backend final : public backend_impl {
       std::vector<std::uint64_t> hashes = scratch_hashes(std::min(keys.count, owned_chunk_keys));
       for (std::size_t chunk = 0; chunk < keys.count; chunk += owned_chunk_keys) {
         const std::size_t chunk_keys = std::min(keys.count - chunk, owned_chunk_keys);
-        run_in_parts(parts, chunk_keys, [&](unsigned, std::uint64_t begin, std::uint64_t end) {
+        key_batch piece = keys;  // the chunk's keys, for a work-balanced hashing split
+        piece.count = chunk_keys;
+        if (keys.is_string())
+          piece.offsets = static_cast<const unsigned char*>(keys.offsets) +
+                          chunk * (keys.kind == key_kind::str32 ? 4 : 8);
+        run_in_ranges(key_bounds(piece, parts), [&](unsigned, std::uint64_t begin,
+                                                    std::uint64_t end) {
           for (std::size_t i = begin; i < end; ++i) hashes[i] = hash_of(chunk + i);
         });
         run_in_parts(parts, layout_.num_blocks,
                      [&](unsigned, std::uint64_t first_block, std::uint64_t end_block) {
                        range_job<stored_hashes> job =
                            make_job(op, stored_hashes{hashes.data()}, 0, chunk_keys,
-                                    results == nullptr ? nullptr : results + chunk);
+                                    results == nullptr ? nullptr : results + chunk, keys);
+                       job.validity_bit = keys.validity_bit + chunk;
                        job.first_block = first_block;
                        job.owned_blocks = end_block - first_block;
                        kernels_.stored(job);

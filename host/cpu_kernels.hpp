@@ -46,6 +46,22 @@ struct key_hashes {
   std::uint64_t operator()(std::size_t i) const { return hash_key(keys[i], seed); }
 };
 
+/// Hash of string key i: xxh64 of bytes [offsets[i], offsets[i+1]) of data
+/// (offsets checked by gbf::filter). Long strings cost their length; the batch
+/// loop hashes a group of keys before probing any, so their blocks' misses
+/// still overlap.
+template <class Offset>
+struct string_hashes {
+  const unsigned char* data;
+  const Offset* offsets;
+  std::uint64_t seed;
+  std::uint64_t operator()(std::size_t i) const {
+    const auto begin = static_cast<std::size_t>(offsets[i]);
+    const auto end = static_cast<std::size_t>(offsets[i + 1]);
+    return hash_key(data + begin, end - begin, seed);
+  }
+};
+
 /// Hashes computed by an earlier pass (add_new's threads hash once, probe later).
 struct stored_hashes {
   const std::uint64_t* hashes;
@@ -68,6 +84,10 @@ struct range_job {
   std::uint64_t owned_blocks;
   /// found / is_new, indexed like the batch; unused by add and count.
   bool* results;
+  /// Arrow validity bitmap (null: every key valid); key i's bit is validity_bit + i.
+  /// Null keys are skipped: never added, never counted, their results untouched.
+  const std::uint8_t* validity = nullptr;
+  std::size_t validity_bit = 0;
 };
 
 /// The portable block kernel: masks from gbf::block_masks, one word at a time.
@@ -216,6 +236,10 @@ void for_each_key(const range_job<Hashes>& job, const Visit& visit) {
     std::uint32_t* block[prefetch_group];
     std::size_t queued = 0;
     for (std::size_t i = group_begin; i < group_end; ++i) {
+      if (job.validity != nullptr) {
+        const std::size_t bit = job.validity_bit + i;
+        if (((job.validity[bit >> 3] >> (bit & 7)) & 1u) == 0) continue;  // null key
+      }
       const std::uint64_t h = job.hash_of(i);
       const std::uint64_t b = block_index(h, job.num_blocks);
       index[queued] = i;
@@ -282,6 +306,8 @@ using range_kernel = std::uint64_t (*)(const range_job<Hashes>&);
 struct kernel_set {
   range_kernel<key_hashes<std::uint32_t>> u32_keys;
   range_kernel<key_hashes<std::uint64_t>> u64_keys;
+  range_kernel<string_hashes<std::int32_t>> str32_keys;
+  range_kernel<string_hashes<std::int64_t>> str64_keys;
   range_kernel<stored_hashes> stored;
   const char* isa;  ///< "scalar" or "avx2", for the backend description.
 };
@@ -290,6 +316,8 @@ template <std::uint32_t WordsPerBlock>
 kernel_set scalar_kernels() {
   return {&scalar_range<WordsPerBlock, key_hashes<std::uint32_t>>,
           &scalar_range<WordsPerBlock, key_hashes<std::uint64_t>>,
+          &scalar_range<WordsPerBlock, string_hashes<std::int32_t>>,
+          &scalar_range<WordsPerBlock, string_hashes<std::int64_t>>,
           &scalar_range<WordsPerBlock, stored_hashes>, scalar_block<WordsPerBlock>::name};
 }
 
@@ -302,6 +330,8 @@ kernel_set best_kernels([[maybe_unused]] bool use_avx2) {
     if (use_avx2)
       return {&avx2_range<WordsPerBlock, key_hashes<std::uint32_t>>,
               &avx2_range<WordsPerBlock, key_hashes<std::uint64_t>>,
+              &avx2_range<WordsPerBlock, string_hashes<std::int32_t>>,
+              &avx2_range<WordsPerBlock, string_hashes<std::int64_t>>,
               &avx2_range<WordsPerBlock, stored_hashes>, avx2_block<WordsPerBlock>::name};
   }
 #endif

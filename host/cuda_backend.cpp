@@ -24,6 +24,13 @@
 // sequential semantics hold across chunks. The shared add_new scratch is safe
 // for the same reason: chunk c's first use of it follows chunk c-1's last.
 //
+// String batches (run_host_strings) take the same path with three arrays per
+// chunk: offsets rebased to the chunk's first byte, the chunk's bytes, and its
+// validity bits. A chunk holds at most chunk_keys keys and at most
+// chunk_bytes_for(chunk_keys) bytes; a single longer string goes alone and
+// grows its slot's byte buffers (kept for later batches). Device string
+// batches are checked by a validation kernel before any bit is written.
+//
 // Ordering with other work. The internal streams are non-blocking, so each
 // synchronous operation first makes its streams wait for (1) the work of the
 // last _async call on its caller's stream and (2) the work already queued on
@@ -88,13 +95,32 @@ struct pipeline_slot {
   device_buffer<std::uint64_t> counter;  // count: this slot's hits
   bool* pending_results = nullptr;       // caller's array awaiting staged_results
   std::size_t pending_count = 0;
+
+  // String batches (allocated on the first one): rebased offsets, the chunk's
+  // bytes (grown when one string outgrows them) and its validity bytes.
+  pinned_buffer<unsigned char> staged_offsets;
+  pinned_buffer<unsigned char> staged_data;
+  pinned_buffer<std::uint8_t> staged_validity;
+  device_buffer<unsigned char> offsets;
+  device_buffer<unsigned char> data;
+  device_buffer<std::uint8_t> validity;
 };
+
+/// Bytes of string data a pipeline chunk holds (a single longer string grows its slot).
+std::size_t chunk_bytes_for(std::size_t chunk_keys) {
+  constexpr std::size_t min_bytes = std::size_t{64} << 10;
+  constexpr std::size_t max_bytes = std::size_t{64} << 20;
+  return std::clamp(chunk_keys * 32, min_bytes, max_bytes);
+}
+
+std::size_t offset_width(key_kind kind) { return kind == key_kind::str32 ? 4 : 8; }
 
 class cuda_backend final : public backend_impl {
  public:
   cuda_backend(const layout& l, std::size_t chunk_keys, unsigned streams)
       : layout_(l), chunk_keys_(chunk_keys), num_slots_(streams), words_(l.num_words()) {
     GBF_CUDA_TRY(cudaMemsetAsync(words_.data(), 0, words_.size_bytes(), main_.get()));
+    GBF_CUDA_TRY(cudaMemsetAsync(sticky_bad_.data(), 0xff, sizeof(std::uint64_t), main_.get()));
     main_.synchronize();
   }
 
@@ -113,6 +139,7 @@ class cuda_backend final : public backend_impl {
 
   void add(const key_batch& keys) override {
     if (keys.count == 0) return;
+    if (keys.is_string()) return add_strings(keys);
     if (keys.space == memory_space::host) return run_host(keys, batch_op::add, nullptr, nullptr);
     run_on_main([&](cudaStream_t s) {
       gpu::add(layout_, words_.data(), keys.kind, keys.data, keys.count, s);
@@ -121,6 +148,7 @@ class cuda_backend final : public backend_impl {
 
   void add_new(const key_batch& keys, bool* is_new) override {
     if (keys.count == 0) return;
+    if (keys.is_string()) return add_new_strings(keys, is_new);
     if (keys.space == memory_space::host) return run_host(keys, batch_op::add_new, is_new, nullptr);
     reserve_scratch(std::min(keys.count, chunk_keys_));
     // Pieces of chunk_keys keys (add_new_max_keys at most) queued in batch order
@@ -138,6 +166,7 @@ class cuda_backend final : public backend_impl {
 
   void contains(const key_batch& keys, bool* found) const override {
     if (keys.count == 0) return;
+    if (keys.is_string()) return contains_strings(keys, found);
     if (keys.space == memory_space::host) return run_host(keys, batch_op::contains, found, nullptr);
     run_on_main([&](cudaStream_t s) {
       gpu::contains(layout_, words_.data(), keys.kind, keys.data, keys.count, found, s);
@@ -146,6 +175,7 @@ class cuda_backend final : public backend_impl {
 
   std::uint64_t count(const key_batch& keys) const override {
     if (keys.count == 0) return 0;
+    if (keys.is_string()) return count_strings(keys);
     std::uint64_t hits = 0;
     if (keys.space == memory_space::host) {
       run_host(keys, batch_op::count, nullptr, &hits);
@@ -161,12 +191,22 @@ class cuda_backend final : public backend_impl {
 
   void add_async(const key_batch& keys, stream_t stream) override {
     require_device(keys, "add_async");
+    if (keys.is_string()) {
+      return string_async(keys, stream, [&](const std::uint64_t* status) {
+        gpu::add_strings(layout_, words_.data(), keys, status, stream);
+      });
+    }
     gpu::add(layout_, words_.data(), keys.kind, keys.data, keys.count, stream);
     async_done_.record(stream);
   }
 
   void contains_async(const key_batch& keys, bool* found, stream_t stream) const override {
     require_device(keys, "contains_async");
+    if (keys.is_string()) {
+      return string_async(keys, stream, [&](const std::uint64_t* status) {
+        gpu::contains_strings(layout_, words_.data(), keys, found, status, stream);
+      });
+    }
     gpu::contains(layout_, words_.data(), keys.kind, keys.data, keys.count, found, stream);
     async_done_.record(stream);
   }
@@ -175,6 +215,11 @@ class cuda_backend final : public backend_impl {
     require_device(keys, "count_async");
     // The kernel accumulates: the caller's counter starts from zero in stream order.
     GBF_CUDA_TRY(cudaMemsetAsync(count, 0, sizeof(std::uint64_t), stream));
+    if (keys.is_string()) {
+      return string_async(keys, stream, [&](const std::uint64_t* status) {
+        gpu::count_strings(layout_, words_.data(), keys, count, status, stream);
+      });
+    }
     gpu::count(layout_, words_.data(), keys.kind, keys.data, keys.count, count, stream);
     async_done_.record(stream);
   }
@@ -237,6 +282,281 @@ class cuda_backend final : public backend_impl {
   const std::uint32_t* device_words() const override { return words_.data(); }
 
  private:
+  // ---- String keys -------------------------------------------------------
+
+  void add_strings(const key_batch& keys) {
+    report_async_string_error("add");
+    if (keys.space == memory_space::host) return run_host_strings(keys, batch_op::add, nullptr, nullptr);
+    check_device_offsets(keys, "add");
+    run_on_main([&](cudaStream_t s) {
+      gpu::add_strings(layout_, words_.data(), keys, nullptr, s);
+    });
+  }
+
+  void add_new_strings(const key_batch& keys, bool* is_new) {
+    report_async_string_error("add_new");
+    if (keys.space == memory_space::host) {
+      return run_host_strings(keys, batch_op::add_new, is_new, nullptr);
+    }
+    check_device_offsets(keys, "add_new");
+    reserve_scratch(std::min(keys.count, chunk_keys_), true);
+    // Pieces of chunk_keys keys in batch order on one stream (as for integers).
+    // A piece's offsets still index the caller's whole data buffer.
+    const std::size_t width = offset_width(keys.kind);
+    run_on_main([&](cudaStream_t s) {
+      for (std::size_t first = 0; first < keys.count; first += chunk_keys_) {
+        key_batch piece = keys;
+        piece.count = std::min(chunk_keys_, keys.count - first);
+        piece.offsets = static_cast<const unsigned char*>(keys.offsets) + first * width;
+        piece.validity_bit = keys.validity_bit + first;
+        gpu::add_new_strings(layout_, words_.data(), piece, is_new + first, scratch_.data(),
+                             scratch_.size_bytes(), s);
+      }
+    });
+  }
+
+  void contains_strings(const key_batch& keys, bool* found) const {
+    report_async_string_error("contains");
+    if (keys.space == memory_space::host) {
+      return run_host_strings(keys, batch_op::contains, found, nullptr);
+    }
+    check_device_offsets(keys, "contains");
+    run_on_main([&](cudaStream_t s) {
+      gpu::contains_strings(layout_, words_.data(), keys, found, nullptr, s);
+    });
+  }
+
+  std::uint64_t count_strings(const key_batch& keys) const {
+    report_async_string_error("count");
+    std::uint64_t hits = 0;
+    if (keys.space == memory_space::host) {
+      run_host_strings(keys, batch_op::count, nullptr, &hits);
+      return hits;
+    }
+    check_device_offsets(keys, "count");
+    run_on_main([&](cudaStream_t s) {
+      GBF_CUDA_TRY(cudaMemsetAsync(counter_.data(), 0, sizeof(std::uint64_t), s));
+      gpu::count_strings(layout_, words_.data(), keys, counter_.data(), nullptr, s);
+      GBF_CUDA_TRY(cudaMemcpyAsync(&hits, counter_.data(), sizeof(hits), cudaMemcpyDeviceToHost, s));
+    });
+    return hits;
+  }
+
+  // Checks a device batch's offsets before any bit is written: the validation
+  // kernel leaves the first bad index in a device word, which comes back to
+  // the host with the two offsets that name the problem.
+  void check_device_offsets(const key_batch& keys, const char* what) const {
+    std::uint64_t first_bad = gpu::offsets_ok;
+    run_on_main([&](cudaStream_t s) {
+      GBF_CUDA_TRY(cudaMemsetAsync(status_.data(), 0xff, sizeof(std::uint64_t), s));
+      gpu::validate_offsets(keys, status_.data(), nullptr, s);
+      GBF_CUDA_TRY(cudaMemcpyAsync(&first_bad, status_.data(), sizeof(first_bad),
+                                   cudaMemcpyDeviceToHost, s));
+    });
+    if (first_bad == gpu::offsets_ok) return;
+    const std::size_t width = offset_width(keys.kind);
+    const std::size_t from = first_bad == 0 ? 0 : static_cast<std::size_t>(first_bad) - 1;
+    unsigned char raw[16] = {};
+    copy_device_to_host(raw, static_cast<const unsigned char*>(keys.offsets) + from * width,
+                        (first_bad == 0 ? 1 : 2) * width);
+    key_batch window = keys;
+    window.offsets = raw;
+    const std::int64_t previous = first_bad == 0 ? 0 : offset_at(window, 0);
+    const std::int64_t value = offset_at(window, first_bad == 0 ? 0 : 1);
+    throw invalid_argument(std::string(what) + ": " +
+                           bad_offset_message(static_cast<std::size_t>(first_bad), value,
+                                              previous, keys.data_bytes));
+  }
+
+  // An _async string call cannot throw for its offsets (they are checked on the
+  // device, in stream order). Its validation kernel gates its own kernels
+  // through a per-call status word (a bad batch writes nothing) and also
+  // atomicMin's the bad index into sticky_bad_, which the next synchronous
+  // string operation reports here (and clears).
+  template <class Queue>
+  void string_async(const key_batch& keys, cudaStream_t stream, Queue&& queue) const {
+    if (keys.count == 0) return;
+    async_strings_ = true;
+    void* status = nullptr;
+    GBF_CUDA_TRY(cudaMallocAsync(&status, sizeof(std::uint64_t), stream));
+    auto* word = static_cast<std::uint64_t*>(status);
+    try {
+      GBF_CUDA_TRY(cudaMemsetAsync(word, 0xff, sizeof(std::uint64_t), stream));
+      gpu::validate_offsets(keys, word, sticky_bad_.data(), stream);
+      queue(word);
+    } catch (...) {
+      cudaFreeAsync(status, stream);
+      throw;
+    }
+    GBF_CUDA_TRY(cudaFreeAsync(status, stream));
+    async_done_.record(stream);
+  }
+
+  void report_async_string_error(const char* what) const {
+    if (!async_strings_) return;
+    std::uint64_t first_bad = gpu::offsets_ok;
+    run_on_main([&](cudaStream_t s) {
+      GBF_CUDA_TRY(cudaMemcpyAsync(&first_bad, sticky_bad_.data(), sizeof(first_bad),
+                                   cudaMemcpyDeviceToHost, s));
+      GBF_CUDA_TRY(cudaMemsetAsync(sticky_bad_.data(), 0xff, sizeof(std::uint64_t), s));
+    });
+    async_strings_ = false;
+    if (first_bad != gpu::offsets_ok) {
+      throw invalid_argument(std::string(what) +
+                             ": string keys: an earlier _async call had a bad offset at offsets[" +
+                             std::to_string(first_bad) +
+                             "] (it wrote no bit; contains answered false, count 0)");
+    }
+  }
+
+  // Allocates (or grows) a slot's string buffers for a chunk of `data_bytes` bytes.
+  void reserve_string_slot(pipeline_slot& slot, std::size_t data_bytes) const {
+    if (slot.offsets.size() == 0) {
+      slot.staged_offsets = pinned_buffer<unsigned char>((chunk_keys_ + 1) * sizeof(std::int64_t));
+      slot.offsets = device_buffer<unsigned char>((chunk_keys_ + 1) * sizeof(std::int64_t));
+      slot.staged_validity = pinned_buffer<std::uint8_t>(chunk_keys_ / 8 + 2);
+      slot.validity = device_buffer<std::uint8_t>(chunk_keys_ / 8 + 2);
+    }
+    const std::size_t wanted = std::max(data_bytes, chunk_bytes_for(chunk_keys_));
+    if (slot.data.size() < wanted) {
+      slot.staged_data = pinned_buffer<unsigned char>();  // free first: less peak memory
+      slot.data = device_buffer<unsigned char>();
+      slot.staged_data = pinned_buffer<unsigned char>(wanted);
+      slot.data = device_buffer<unsigned char>(wanted);
+    }
+  }
+
+  // Streams a host string batch through the pipeline: chunks of at most
+  // chunk_keys keys and at most chunk_bytes_for(chunk_keys) bytes (one string
+  // longer than that travels alone, its slot's buffers grown to fit), offsets
+  // rebased to the chunk's first byte, validity bits copied from the byte that
+  // holds the chunk's first bit. Otherwise as run_host.
+  void run_host_strings(const key_batch& keys, batch_op op, bool* results,
+                        std::uint64_t* hits) const {
+    reserve_pipeline();
+    if (op == batch_op::add_new) reserve_scratch(std::min(keys.count, chunk_keys_), true);
+    const std::size_t width = offset_width(keys.kind);
+    const std::size_t max_bytes = chunk_bytes_for(chunk_keys_);
+    const auto* data = static_cast<const unsigned char*>(keys.data);
+    try {
+      for (pipeline_slot& slot : slots_) {
+        order_after_earlier_work(slot.work.get());
+        if (op == batch_op::count) {
+          GBF_CUDA_TRY(cudaMemsetAsync(slot.counter.data(), 0, sizeof(std::uint64_t),
+                                       slot.work.get()));
+        }
+      }
+      std::size_t chunk = 0;
+      for (std::size_t first = 0; first < keys.count; ++chunk) {
+        pipeline_slot& slot = slots_[chunk % slots_.size()];
+        const cudaStream_t s = slot.work.get();
+        const std::int64_t base = offset_at(keys, first);
+        // The most keys (>= 1, <= chunk_keys) whose bytes fit max_bytes: offsets
+        // do not decrease, so bytes grow with n and a binary search finds it.
+        std::size_t n = std::min(chunk_keys_, keys.count - first);
+        const auto bytes_of = [&](std::size_t keys_in_chunk) {
+          return static_cast<std::size_t>(offset_at(keys, first + keys_in_chunk) - base);
+        };
+        if (bytes_of(n) > max_bytes) {
+          std::size_t lo = 1, hi = n;  // largest m in [1, n] with bytes_of(m) <= max_bytes, or 1
+          while (lo < hi) {
+            const std::size_t mid = lo + (hi - lo + 1) / 2;
+            if (bytes_of(mid) <= max_bytes) lo = mid; else hi = mid - 1;
+          }
+          n = lo;
+        }
+        const std::size_t bytes = bytes_of(n);
+        retire(slot);
+        reserve_string_slot(slot, bytes);
+
+        // Stage: rebased offsets, bytes, validity.
+        if (keys.kind == key_kind::str32) {
+          auto* out = reinterpret_cast<std::int32_t*>(slot.staged_offsets.data());
+          const auto* in = static_cast<const std::int32_t*>(keys.offsets) + first;
+          for (std::size_t j = 0; j <= n; ++j) out[j] = static_cast<std::int32_t>(in[j] - base);
+        } else {
+          auto* out = reinterpret_cast<std::int64_t*>(slot.staged_offsets.data());
+          const auto* in = static_cast<const std::int64_t*>(keys.offsets) + first;
+          for (std::size_t j = 0; j <= n; ++j) out[j] = in[j] - base;
+        }
+        if (bytes > 0) std::memcpy(slot.staged_data.data(), data + base, bytes);
+        key_batch piece;
+        piece.kind = keys.kind;
+        piece.space = memory_space::device;
+        piece.count = n;
+        piece.data = slot.data.data();
+        piece.data_bytes = bytes;
+        piece.offsets = slot.offsets.data();
+        std::size_t validity_bytes = 0;
+        if (keys.validity != nullptr) {
+          const std::size_t bit = keys.validity_bit + first;
+          validity_bytes = (bit % 8 + n + 7) / 8;
+          std::memcpy(slot.staged_validity.data(), keys.validity + bit / 8, validity_bytes);
+          piece.validity = slot.validity.data();
+          piece.validity_bit = bit % 8;
+        }
+        GBF_CUDA_TRY(cudaMemcpyAsync(slot.offsets.data(), slot.staged_offsets.data(),
+                                     (n + 1) * width, cudaMemcpyHostToDevice, s));
+        if (bytes > 0) {
+          GBF_CUDA_TRY(cudaMemcpyAsync(slot.data.data(), slot.staged_data.data(), bytes,
+                                       cudaMemcpyHostToDevice, s));
+        }
+        if (validity_bytes > 0) {
+          GBF_CUDA_TRY(cudaMemcpyAsync(slot.validity.data(), slot.staged_validity.data(),
+                                       validity_bytes, cudaMemcpyHostToDevice, s));
+        }
+        switch (op) {
+          case batch_op::add:
+            gpu::add_strings(layout_, words_.data(), piece, nullptr, s);
+            break;
+          case batch_op::contains:
+            gpu::contains_strings(layout_, words_.data(), piece, slot.results.data(), nullptr, s);
+            break;
+          case batch_op::count:
+            gpu::count_strings(layout_, words_.data(), piece, slot.counter.data(), nullptr, s);
+            break;
+          case batch_op::add_new:
+            if (chunk > 0) {
+              const pipeline_slot& previous = slots_[(chunk - 1) % slots_.size()];
+              GBF_CUDA_TRY(cudaStreamWaitEvent(s, previous.kernel_done.get(), 0));
+            }
+            gpu::add_new_strings(layout_, words_.data(), piece, slot.results.data(),
+                                 scratch_.data(), scratch_.size_bytes(), s);
+            slot.kernel_done.record(s);
+            break;
+        }
+        if (results != nullptr) {
+          GBF_CUDA_TRY(cudaMemcpyAsync(slot.staged_results.data(), slot.results.data(), n,
+                                       cudaMemcpyDeviceToHost, s));
+          slot.pending_results = results + first;
+          slot.pending_count = n;
+        }
+        slot.done.record(s);
+        first += n;
+      }
+      for (pipeline_slot& slot : slots_) retire(slot);
+      if (op == batch_op::count) {
+        *hits = 0;
+        for (pipeline_slot& slot : slots_) {
+          std::uint64_t slot_hits = 0;
+          GBF_CUDA_TRY(cudaMemcpyAsync(&slot_hits, slot.counter.data(), sizeof(slot_hits),
+                                       cudaMemcpyDeviceToHost, slot.work.get()));
+          slot.work.synchronize();
+          *hits += slot_hits;
+        }
+      }
+    } catch (...) {
+      for (pipeline_slot& slot : slots_) {
+        settle(slot.work.get());
+        slot.pending_results = nullptr;
+        slot.pending_count = 0;
+      }
+      throw;
+    }
+  }
+
+  // ---- Shared -------------------------------------------------------------
+
   // An empty batch has no memory to speak of (gbf::filter marks it host): allowed.
   static void require_device(const key_batch& keys, const char* operation) {
     if (keys.count != 0 && keys.space != memory_space::device) {
@@ -271,8 +591,9 @@ class cuda_backend final : public backend_impl {
 
   // Grows the add_new scratch to hold batches of `max_keys` keys. Only called
   // between operations, when no queued work uses the old scratch.
-  void reserve_scratch(std::size_t max_keys) const {
-    const std::size_t bytes = gpu::add_new_scratch_bytes(layout_, max_keys);
+  void reserve_scratch(std::size_t max_keys, bool strings = false) const {
+    const std::size_t bytes = strings ? gpu::add_new_strings_scratch_bytes(layout_, max_keys)
+                                      : gpu::add_new_scratch_bytes(layout_, max_keys);
     if (scratch_.size_bytes() < bytes) {
       scratch_ = device_buffer<unsigned char>();  // free the old one first: less peak memory
       scratch_ = device_buffer<unsigned char>(bytes);
@@ -395,6 +716,9 @@ class cuda_backend final : public backend_impl {
   event default_stream_done_;    // re-recorded on the legacy default stream by each sync call
   device_buffer<std::uint32_t> words_;
   device_buffer<std::uint64_t> counter_{1};       // count and popcount of synchronous calls
+  device_buffer<std::uint64_t> status_{1};        // check_device_offsets' verdict
+  device_buffer<std::uint64_t> sticky_bad_{1};    // first bad offset of any _async string call
+  mutable bool async_strings_ = false;            // an _async string call ran since the last report
   mutable device_buffer<unsigned char> scratch_;  // add_new: sort buffers + CUB temp storage
   mutable std::vector<pipeline_slot> slots_;      // host pipeline, allocated on first use
 };

@@ -42,6 +42,73 @@ void check_results(const char* what, const key_batch& keys, const void* results)
                            " memory; both must be in the same memory space");
 }
 
+// The non-null keys among the first `count` of a host bitmap (all when there is none).
+std::uint64_t valid_keys(const std::uint8_t* validity, std::size_t count) {
+  if (validity == nullptr) return count;
+  std::uint64_t valid = 0;
+  for (std::size_t byte = 0; byte < count / 8; ++byte)
+    valid += static_cast<std::uint64_t>(__builtin_popcount(validity[byte]));
+  for (std::size_t i = count / 8 * 8; i < count; ++i) valid += detail::key_valid(validity, 0, i);
+  return valid;
+}
+
+// Checks the offsets of a host string batch (the rule of bad_offset_message).
+void check_host_offsets(const char* what, const key_batch& keys) {
+  std::int64_t previous = 0;
+  for (std::size_t i = 0; i <= keys.count; ++i) {
+    const std::int64_t value = detail::offset_at(keys, i);
+    const bool bad = (i == 0 && value < 0) || (i > 0 && value < previous) ||
+                     (value > 0 && static_cast<std::uint64_t>(value) > keys.data_bytes);
+    if (bad)
+      throw invalid_argument(std::string(what) + ": " +
+                             detail::bad_offset_message(i, value, previous, keys.data_bytes));
+    previous = value;
+  }
+}
+
+// Describes a caller's string batch and checks what can be checked where it lives:
+// pointers and memory spaces always, offsets when they are in host memory (the
+// GPU backend checks device offsets before it writes a bit).
+key_batch make_string_batch(const char* what, const detail::string_input& in) {
+  const std::string prefix = std::string(what) + ": string keys: ";
+  key_batch batch;
+  batch.kind = in.kind;
+  batch.count = in.count;
+  batch.data = in.data;
+  batch.data_bytes = in.data_bytes;
+  batch.offsets = in.offsets;
+  batch.validity = in.validity;
+  if (in.count == 0) return batch;
+  if (in.offsets == nullptr)
+    throw invalid_argument(prefix + "offsets is null but count = " + std::to_string(in.count));
+  if (in.data == nullptr && in.data_bytes > 0)
+    throw invalid_argument(prefix + "data is null but data_bytes = " +
+                           std::to_string(in.data_bytes));
+  batch.space = detail::locate(in.offsets);
+  const auto same_space = [&](const void* p, const char* name) {
+    if (p == nullptr) return;
+    const memory_space space = detail::locate(p);
+    if (space != batch.space)
+      throw invalid_argument(prefix + "offsets are in " + space_name(batch.space) +
+                             " memory but " + name + " is in " + space_name(space) +
+                             " memory; all must be in the same memory space");
+  };
+  same_space(in.data, "data");
+  same_space(in.validity, "validity");
+  if (batch.space == memory_space::host) check_host_offsets(what, batch);
+  return batch;
+}
+
+// Keys a string add counts in keys_added: the non-null ones where the bitmap can be
+// read now (host memory, or device memory in a synchronous call), else all.
+std::uint64_t keys_to_count(const key_batch& batch) {
+  if (batch.validity == nullptr || batch.count == 0) return batch.count;
+  if (batch.space == memory_space::host) return valid_keys(batch.validity, batch.count);
+  std::vector<std::uint8_t> bits((batch.count + 7) / 8);
+  detail::copy_device_to_host(bits.data(), batch.validity, bits.size());
+  return valid_keys(bits.data(), batch.count);
+}
+
 void check_layout(const layout& l) {
   if (const char* problem = layout_problem(l))
     throw invalid_argument(std::string("invalid layout: ") + problem);
@@ -85,7 +152,36 @@ std::string format_bytes(std::uint64_t bytes) {
   return buf;
 }
 
+// "words_per_block 8 vs 16, num_blocks 100 vs 50": the fields where a and b differ.
+std::string layout_differences(const layout& a, const layout& b) {
+  std::string out;
+  auto field = [&out](const char* name, std::uint64_t x, std::uint64_t y) {
+    if (x == y) return;
+    if (!out.empty()) out += ", ";
+    out += std::string(name) + " " + std::to_string(x) + " vs " + std::to_string(y);
+  };
+  field("words_per_block", a.words_per_block, b.words_per_block);
+  field("bits_per_key", a.bits_per_key, b.bits_per_key);
+  field("seed", a.seed, b.seed);
+  field("num_blocks", a.num_blocks, b.num_blocks);
+  field("hash id", static_cast<std::uint64_t>(a.hash), static_cast<std::uint64_t>(b.hash));
+  return out;
+}
+
 }  // namespace
+
+namespace detail {
+std::string bad_offset_message(std::size_t index, std::int64_t value, std::int64_t previous,
+                               std::size_t data_bytes) {
+  const std::string at = "offsets[" + std::to_string(index) + "] = " + std::to_string(value);
+  if (index == 0 && value < 0) return "string keys: " + at + " is negative";
+  if (index > 0 && value < previous)
+    return "string keys: " + at + " < offsets[" + std::to_string(index - 1) +
+           "] = " + std::to_string(previous) + " (offsets must not decrease)";
+  return "string keys: " + at + " is past the end of the data (data_bytes = " +
+         std::to_string(data_bytes) + ")";
+}
+}  // namespace detail
 
 std::string to_string(const layout& l) {
   return std::to_string(l.words_per_block) + " words/block, " + std::to_string(l.bits_per_key) +
@@ -220,6 +316,99 @@ verify_report filter::verify_impl(const void* keys, std::size_t n, key_kind kind
   return report;
 }
 
+void filter::add_strings(const detail::string_input& keys) {
+  const key_batch batch = make_string_batch("add", keys);
+  if (batch.count == 0) return;
+  impl_->add(batch);
+  keys_added_ += keys_to_count(batch);
+}
+
+void filter::add_new_strings(const detail::string_input& keys, bool* is_new) {
+  const key_batch batch = make_string_batch("add_new", keys);
+  check_results("add_new", batch, is_new);
+  if (batch.count == 0) return;
+  impl_->add_new(batch, is_new);
+  keys_added_ += keys_to_count(batch);
+}
+
+void filter::contains_strings(const detail::string_input& keys, bool* found) const {
+  const key_batch batch = make_string_batch("contains", keys);
+  check_results("contains", batch, found);
+  if (batch.count == 0) return;
+  impl_->contains(batch, found);
+}
+
+std::uint64_t filter::count_strings(const detail::string_input& keys) const {
+  const key_batch batch = make_string_batch("count", keys);
+  return batch.count == 0 ? 0 : impl_->count(batch);
+}
+
+void filter::add_strings_async(const detail::string_input& keys, stream_t stream) {
+  impl_->add_async(make_string_batch("add_async", keys), stream);
+  keys_added_ += keys.count;
+}
+
+void filter::contains_strings_async(const detail::string_input& keys, bool* found,
+                                    stream_t stream) const {
+  const key_batch batch = make_string_batch("contains_async", keys);
+  check_results("contains_async", batch, found);
+  impl_->contains_async(batch, found, stream);
+}
+
+void filter::count_strings_async(const detail::string_input& keys, std::uint64_t* count,
+                                 stream_t stream) const {
+  if (count == nullptr) throw invalid_argument("count_async: count is null");
+  impl_->count_async(make_string_batch("count_async", keys), count, stream);
+}
+
+verify_report filter::verify_strings(const detail::string_input& keys, const bool* found) const {
+  const key_batch batch = make_string_batch("verify_contains", keys);
+  check_results("verify_contains", batch, found);
+  verify_report report;
+  const std::size_t n = batch.count;
+  if (n == 0) return report;
+
+  // Bring offsets, bytes, bitmap and answers to the host when they live on the device.
+  std::vector<unsigned char> host_offsets, host_data, host_validity, host_found_bytes;
+  key_batch host_batch = batch;
+  const bool* host_found = found;
+  if (batch.space == memory_space::device) {
+    const std::size_t width = batch.kind == key_kind::str32 ? 4 : 8;
+    host_offsets.resize((n + 1) * width);
+    detail::copy_device_to_host(host_offsets.data(), batch.offsets, host_offsets.size());
+    host_data.resize(batch.data_bytes);
+    if (batch.data_bytes > 0)
+      detail::copy_device_to_host(host_data.data(), batch.data, batch.data_bytes);
+    if (batch.validity != nullptr) {
+      host_validity.resize((n + 7) / 8);
+      detail::copy_device_to_host(host_validity.data(), batch.validity, host_validity.size());
+      host_batch.validity = host_validity.data();
+    }
+    host_found_bytes.resize(n);
+    detail::copy_device_to_host(host_found_bytes.data(), found, n);
+    host_batch.offsets = host_offsets.data();
+    host_batch.data = host_data.data();
+    host_batch.space = memory_space::host;
+    host_found = reinterpret_cast<const bool*>(host_found_bytes.data());
+    check_host_offsets("verify_contains", host_batch);
+  }
+
+  auto cpu = detail::make_cpu_backend(layout_, cpu_simd::scalar, 0, nullptr);
+  const std::vector<std::uint32_t> bits = words();
+  cpu->write_words(bits.data());
+  std::unique_ptr<bool[]> expected(new bool[n]);
+  cpu->contains(host_batch, expected.get());
+
+  report.keys_checked = n;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (expected[i] != host_found[i]) {
+      if (report.mismatches == 0) report.first_mismatch = i;
+      ++report.mismatches;
+    }
+  }
+  return report;
+}
+
 void filter::clear() {
   impl_->clear();
   keys_added_ = 0;
@@ -228,7 +417,8 @@ void filter::clear() {
 void filter::combine(const filter& other, bool is_union) {
   const char* verb = is_union ? "merge" : "intersect";
   if (other.layout_ != layout_)
-    throw layout_mismatch(std::string("cannot ") + verb + " filters with different layouts: " +
+    throw layout_mismatch(std::string("cannot ") + verb + " filters with different layouts (" +
+                          layout_differences(layout_, other.layout_) + "): " +
                           to_string(layout_) + " vs " + to_string(other.layout_));
   const detail::set_op op = is_union ? detail::set_op::union_or : detail::set_op::intersect_and;
   if (other.impl_->kind() == impl_->kind()) {
@@ -260,7 +450,10 @@ filter_stats filter::stats() const {
   s.estimated_fpr = std::isinf(s.estimated_keys) ? 1.0 : expected_fpr(layout_, s.estimated_keys);
   s.keys_added = keys_added_;
   s.capacity = capacity_;
-  s.over_capacity = capacity_ > 0 && s.estimated_keys > static_cast<double>(capacity_);
+  // The distinct-key estimate of n keys wanders by about sqrt(n): without a
+  // margin a filter holding exactly its capacity would read as over it half the time.
+  const double capacity = static_cast<double>(capacity_);
+  s.over_capacity = capacity_ > 0 && s.estimated_keys > capacity + 3 * std::sqrt(capacity);
   return s;
 }
 

@@ -19,6 +19,7 @@
 
 #include "gbf/filter.hpp"
 #include "gbf/layout.hpp"
+#include "host/backend.hpp"
 
 namespace gbf::detail::gpu {
 
@@ -58,6 +59,53 @@ std::size_t add_new_scratch_bytes(const layout& l, std::size_t max_keys);
 void add_new(const layout& l, std::uint32_t* words, key_kind kind, const void* keys,
              std::size_t n, bool* is_new, void* scratch, std::size_t scratch_bytes,
              cudaStream_t stream);
+
+// ---------------------------------------------------------------------------
+// String keys (key_batch kinds str32 / str64; data, offsets and validity in
+// device memory). One kernel per operation walks the batch 32 keys per warp
+// step: each lane hashes its own key when it is at most long_string_bytes
+// long; the longer keys of the step are then hashed one after another by the
+// whole warp (gbf::warp_xxh64), and the lane that owns each finishes it. A 1 MiB
+// string thus costs its warp 32 Ki stripe steps of 256-byte coalesced loads,
+// not one thread 1 Mi byte loads, and short keys never wait in a divergent
+// branch behind it.
+//
+// `status` (device, may be null) is the word validate_offsets wrote: when it
+// is not offsets_ok the launch does nothing but answer false (contains), so a
+// batch whose offsets are bad never writes a bit.
+// ---------------------------------------------------------------------------
+
+/// Strings longer than this are hashed by a whole warp.
+inline constexpr std::size_t long_string_bytes = 256;
+
+/// validate_offsets' "no bad offset" value.
+inline constexpr std::uint64_t offsets_ok = ~std::uint64_t{0};
+
+/// atomicMin's the index of every bad offset (bad_offset_message's rule) into
+/// *first_bad (which the caller sets to offsets_ok) and, when not null, *sticky.
+void validate_offsets(const key_batch& keys, std::uint64_t* first_bad, std::uint64_t* sticky,
+                      cudaStream_t stream);
+
+/// Sets the bits of every non-null string key.
+void add_strings(const layout& l, std::uint32_t* words, const key_batch& keys,
+                 const std::uint64_t* status, cudaStream_t stream);
+
+/// found[i] = key i is non-null and all its bits are set.
+void contains_strings(const layout& l, const std::uint32_t* words, const key_batch& keys,
+                      bool* found, const std::uint64_t* status, cudaStream_t stream);
+
+/// Adds to *counter the number of non-null keys whose bits are all set.
+void count_strings(const layout& l, const std::uint32_t* words, const key_batch& keys,
+                   std::uint64_t* counter, const std::uint64_t* status, cudaStream_t stream);
+
+/// Scratch bytes add_new_strings needs for up to `max_keys` keys.
+std::size_t add_new_strings_scratch_bytes(const layout& l, std::size_t max_keys);
+
+/// add_new for string keys (n <= add_new_max_keys): the keys are hashed into
+/// scratch, then the integer method (stable sort by block, one thread per run)
+/// runs on the hashes; null keys get is_new = false and set nothing.
+void add_new_strings(const layout& l, std::uint32_t* words, const key_batch& keys, bool* is_new,
+                     void* scratch, std::size_t scratch_bytes, cudaStream_t stream);
 
 /// dst[i] = dst[i] op src[i] for i < num_words (both 16-byte aligned).
 void combine_words(std::uint32_t* dst, const std::uint32_t* src, std::uint64_t num_words,

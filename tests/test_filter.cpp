@@ -212,6 +212,10 @@ TEST(Filter, CombiningDifferentLayoutsThrowsLayoutMismatchNamingBoth) {
     const std::string message = what_of([&] { a.merge(b); });
     EXPECT_NE(message.find(gbf::to_string(a.get_layout())), std::string::npos) << message;
     EXPECT_NE(message.find(gbf::to_string(other)), std::string::npos) << message;
+    if (other.num_blocks != 100) {
+      EXPECT_NE(message.find("num_blocks 100 vs " + std::to_string(other.num_blocks)),
+                std::string::npos) << message;
+    }
   }
 }
 

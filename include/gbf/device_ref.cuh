@@ -23,11 +23,20 @@
 // W = 1. add() ORs each word's mask with atomicOr; the old value is never
 // used, so the compiler emits the fire-and-forget RED instruction.
 //
+// Byte strings: hash_bytes / add_bytes / contains_bytes take a byte span and hash
+// it with xxh64 (the filter's seed, no length prefix), one thread per string.
+// Their cooperative overloads take a 32-thread tile (cooperative_groups::
+// thread_block_tile<32>) whose lanes all pass the same span: the warp loads the
+// string together (see warp_xxh64 below), every lane gets the hash, and one
+// add or probe is done for the whole tile. Use them for long strings (gbf's
+// own kernels switch at 256 bytes).
+//
 // Memory ordering: add() is relaxed. Kernels that add and probe concurrently
 // get either answer for the keys being added (as with any concurrent set);
 // a kernel launched after an add kernel in stream order sees all its bits.
 #pragma once
 
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -39,6 +48,73 @@
 #include "gbf/layout.hpp"
 
 namespace gbf {
+
+/// A warp as a cooperative group: the tile the cooperative string overloads take.
+using warp_tile = cooperative_groups::thread_block_tile<32>;
+
+/// xxh64 of `len` bytes at `data` (device memory, any alignment) with `seed`,
+/// computed by the 32 lanes of `warp` together; all lanes pass the same
+/// arguments and all get the hash, bit-identical to gbf::xxh64.
+///
+/// Why this shape: xxh64 keeps four 64-bit accumulators, each a strictly
+/// sequential chain over the 32-byte stripes (acc = rotl(acc + in * P2, 31) * P1),
+/// so no amount of threads shortens a string's dependency chain. What a warp
+/// can share is everything else. Per step the warp covers 8 stripes (256
+/// bytes): lane l loads the 8 bytes at 8l with aligned 32-bit loads and a
+/// funnel shift (coalesced, never touching a 4-byte word without a byte of the
+/// string) and premultiplies them by P2; then each accumulator chain takes the
+/// 8 premultiplied words of its column through register shuffles, leaving one
+/// add, rotate and multiply per stripe on the critical path instead of a load,
+/// a byte assembly and two multiplies. Lanes l and l + 4j carry the same chain
+/// (redundantly, so the warp never diverges); lanes 0..3 are gathered at the
+/// end, and the last < 32 bytes (the spec's tail) are hashed by every lane.
+__device__ inline std::uint64_t warp_xxh64(const warp_tile& warp, const void* data,
+                                           std::size_t len, std::uint64_t seed) {
+  using namespace detail;
+  const auto* p = static_cast<const unsigned char*>(data);
+  const unsigned lane = warp.thread_rank();
+  std::uint64_t h;
+  std::size_t done = 0;
+  if (len >= 32) {
+    std::uint64_t acc = xxh64_init_lanes(seed).v[lane & 3];
+    const std::size_t stripes = len / 32;
+    const auto address = reinterpret_cast<std::uintptr_t>(p);
+    const unsigned shift = static_cast<unsigned>(address & 3) * 8;
+    const auto* aligned = reinterpret_cast<const std::uint32_t*>(address & ~std::uintptr_t{3});
+    for (std::size_t first = 0; first < stripes; first += 8) {
+      const unsigned step = stripes - first < 8 ? static_cast<unsigned>(stripes - first) : 8u;
+      std::uint64_t product = 0;
+      if (lane < 4 * step) {
+        const std::uint32_t* w = aligned + first * 8 + 2 * lane;  // bytes first*32 + 8*lane
+        const std::uint32_t w0 = w[0];
+        const std::uint32_t w1 = w[1];
+        std::uint32_t lo = w0;
+        std::uint32_t hi = w1;
+        if (shift != 0) {  // the 8 bytes straddle three aligned words
+          const std::uint32_t w2 = w[2];
+          lo = __funnelshift_r(w0, w1, shift);
+          hi = __funnelshift_r(w1, w2, shift);
+        }
+        product = ((static_cast<std::uint64_t>(hi) << 32) | lo) * xxh_prime64_2;
+      }
+      for (unsigned s = 0; s < step; ++s) {
+        const std::uint64_t in = warp.shfl(product, static_cast<int>(4 * s + (lane & 3)));
+        acc = rotl64(acc + in, 31) * xxh_prime64_1;
+      }
+    }
+    xxh64_lanes lanes{};
+    lanes.v[0] = warp.shfl(acc, 0);
+    lanes.v[1] = warp.shfl(acc, 1);
+    lanes.v[2] = warp.shfl(acc, 2);
+    lanes.v[3] = warp.shfl(acc, 3);
+    h = xxh64_converge(lanes);
+    done = stripes * 32;
+  } else {
+    h = seed + xxh_prime64_5;
+  }
+  h += static_cast<std::uint64_t>(len);
+  return xxh64_finish(h, p + done, len - done);
+}
 
 template <std::uint32_t WordsPerBlock>
 class device_ref {
@@ -77,6 +153,17 @@ class device_ref {
     } else {
       return hash_key(static_cast<std::uint64_t>(key), seed_);
     }
+  }
+
+  /// A byte string's hash: xxh64 of its `len` bytes with the filter's seed.
+  __host__ __device__ __forceinline__ std::uint64_t hash_bytes(const void* bytes,
+                                                               std::size_t len) const {
+    return hash_key(bytes, len, seed_);
+  }
+  /// The same hash computed by a whole warp (all lanes pass the same span).
+  __device__ __forceinline__ std::uint64_t hash_bytes(const warp_tile& warp, const void* bytes,
+                                                      std::size_t len) const {
+    return warp_xxh64(warp, bytes, len, seed_);
   }
 
   /// Index of the block hash `h` falls in (< num_blocks <= 2^32).
@@ -160,6 +247,27 @@ class device_ref {
   template <class Key>
   __device__ __forceinline__ bool contains(Key key) const {
     return contains_hash(hash(key));
+  }
+
+  /// Sets the bits of the byte string [bytes, bytes + len).
+  __device__ __forceinline__ void add_bytes(const void* bytes, std::size_t len) const {
+    add_hash(hash_bytes(bytes, len));
+  }
+  /// True when the byte string [bytes, bytes + len) may be present.
+  __device__ __forceinline__ bool contains_bytes(const void* bytes, std::size_t len) const {
+    return contains_hash(hash_bytes(bytes, len));
+  }
+  /// Cooperative add: the warp hashes the string together, lane 0 sets its bits.
+  __device__ __forceinline__ void add_bytes(const warp_tile& warp, const void* bytes,
+                                            std::size_t len) const {
+    const std::uint64_t h = hash_bytes(warp, bytes, len);
+    if (warp.thread_rank() == 0) add_hash(h);
+  }
+  /// Cooperative probe: every lane gets the answer.
+  __device__ __forceinline__ bool contains_bytes(const warp_tile& warp, const void* bytes,
+                                                 std::size_t len) const {
+    const std::uint64_t h = hash_bytes(warp, bytes, len);
+    return warp.shfl(static_cast<int>(warp.thread_rank() == 0 ? contains_hash(h) : false), 0) != 0;
   }
 
   /// Device address of the bit array.

@@ -5,7 +5,8 @@
 //   f.contains(queries.data(), queries.size(), hits);  // hits: bool per key
 //
 // Keys are 32- or 64-bit integers (signed or unsigned; they hash their
-// little-endian bytes). Key and result pointers may be host or device memory
+// little-endian bytes) or byte strings in the Arrow layout (string_keys: they
+// hash their bytes; see docs/string-keys.md). Key and result pointers may be host or device memory
 // (the two must be in the same space); host batches of any size stream to the
 // GPU through fixed pinned staging buffers. The `_async` variants take device
 // pointers and a CUDA stream and are stream-ordered like CUB: they return
@@ -74,7 +75,9 @@ struct filter_stats {
   double estimated_fpr = 0;       ///< Expected FPR at estimated_keys.
   std::uint64_t keys_added = 0;   ///< Keys passed to add/add_new so far (duplicates included).
   std::uint64_t capacity = 0;     ///< Capacity it was sized for (0 when built from a layout).
-  bool over_capacity = false;     ///< estimated_keys > capacity: the FPR is climbing past target.
+  /// estimated_keys > capacity + 3 sqrt(capacity): past capacity beyond the estimate's
+  /// noise (about sqrt(n) for n keys), so the FPR is climbing past its target.
+  bool over_capacity = false;
 };
 
 /// Outcome of recomputing a batch's answers on the CPU.
@@ -85,14 +88,49 @@ struct verify_report {
   bool ok() const { return mismatches == 0; }
 };
 
+/// Byte-string keys in the Apache Arrow layout: key i is bytes [offsets[i], offsets[i+1]) of data.
+///
+/// Offsets need not start at 0 (a sliced Arrow array); they must be >= 0, must not
+/// decrease and must not pass data_bytes, else every operation throws
+/// invalid_argument naming the first bad index and leaves the filter unchanged.
+/// A key's hash is xxh64 of its bytes with the filter's seed (no length prefix),
+/// as Parquet hashes BYTE_ARRAY values. Null keys (validity bit 0) are never
+/// added, never found (found / is_new false) and never counted.
+template <class Offset>  // std::int32_t (Arrow String) or std::int64_t (LargeString)
+struct string_keys {
+  const void* data = nullptr;              ///< Concatenated key bytes (host or device memory).
+  std::size_t data_bytes = 0;              ///< Bytes at data; an offset past it is an error.
+  const Offset* offsets = nullptr;         ///< count + 1 non-decreasing offsets, in data's memory space.
+  std::size_t count = 0;                   ///< Number of keys.
+  const std::uint8_t* validity = nullptr;  ///< Optional Arrow validity bitmap (bit i, LSB first; 0 = null).
+};
+
 namespace detail {
 class backend_impl;
-enum class key_kind { u32, u64 };
+/// u32/u64: integer keys; str32/str64: string_keys with int32/int64 offsets.
+enum class key_kind { u32, u64, str32, str64 };
 template <class Key>
 constexpr key_kind key_kind_of() {
   static_assert(std::is_integral_v<Key> && (sizeof(Key) == 4 || sizeof(Key) == 8),
                 "gbf keys are 32- or 64-bit integers");
   return sizeof(Key) == 4 ? key_kind::u32 : key_kind::u64;
+}
+
+/// A string_keys batch with its offset width as a runtime value.
+struct string_input {
+  const void* data = nullptr;
+  std::size_t data_bytes = 0;
+  const void* offsets = nullptr;
+  std::size_t count = 0;
+  const std::uint8_t* validity = nullptr;
+  key_kind kind = key_kind::str64;
+};
+template <class Offset>
+string_input erase(const string_keys<Offset>& keys) {
+  static_assert(std::is_same_v<Offset, std::int32_t> || std::is_same_v<Offset, std::int64_t>,
+                "string_keys offsets are std::int32_t (Arrow String) or std::int64_t (LargeString)");
+  return {keys.data,  keys.data_bytes, keys.offsets, keys.count, keys.validity,
+          std::is_same_v<Offset, std::int32_t> ? key_kind::str32 : key_kind::str64};
 }
 }  // namespace detail
 
@@ -175,6 +213,57 @@ class filter {
     return verify_impl(keys, n, detail::key_kind_of<Key>(), found);
   }
 
+  // Byte-string keys (string_keys above): the same operations, same semantics.
+  // Null keys are skipped: not added, found / is_new false, not counted, and not
+  // in keys_added (except for add_async, which cannot read a device bitmap
+  // without synchronizing and counts every key).
+
+  /// Adds the non-null string keys (host or device memory).
+  template <class Offset>
+  void add(const string_keys<Offset>& keys) {
+    add_strings(detail::erase(keys));
+  }
+  /// Adds the keys; is_new[i] = key i was absent before (batch order, as add_new above).
+  template <class Offset>
+  void add_new(const string_keys<Offset>& keys, bool* is_new) {
+    add_new_strings(detail::erase(keys), is_new);
+  }
+  /// found[i] = key i may be present (results in the keys' memory space).
+  template <class Offset>
+  void contains(const string_keys<Offset>& keys, bool* found) const {
+    contains_strings(detail::erase(keys), found);
+  }
+  /// Number of the non-null keys that may be present.
+  template <class Offset>
+  std::uint64_t count(const string_keys<Offset>& keys) const {
+    return count_strings(detail::erase(keys));
+  }
+  /// Stream-ordered add of device-resident string keys (GPU backend only). The
+  /// offsets are checked on the device before any bit is written; a bad batch
+  /// adds nothing, and the next synchronous string operation on this filter
+  /// throws invalid_argument naming the first bad index.
+  template <class Offset>
+  void add_async(const string_keys<Offset>& device_keys, stream_t stream) {
+    add_strings_async(detail::erase(device_keys), stream);
+  }
+  /// Stream-ordered contains (a bad batch answers all false; see add_async).
+  template <class Offset>
+  void contains_async(const string_keys<Offset>& device_keys, bool* device_found,
+                      stream_t stream) const {
+    contains_strings_async(detail::erase(device_keys), device_found, stream);
+  }
+  /// Stream-ordered count into device memory `device_count` (a bad batch counts 0).
+  template <class Offset>
+  void count_async(const string_keys<Offset>& device_keys, std::uint64_t* device_count,
+                   stream_t stream) const {
+    count_strings_async(detail::erase(device_keys), device_count, stream);
+  }
+  /// Recomputes `found` for string keys on the CPU (see verify_contains above).
+  template <class Offset>
+  verify_report verify_contains(const string_keys<Offset>& keys, const bool* found) const {
+    return verify_strings(detail::erase(keys), found);
+  }
+
   /// Sets every bit to zero (keeps layout and capacity; resets keys_added).
   void clear();
   /// this |= other (union). Throws layout_mismatch when the layouts differ.
@@ -203,6 +292,16 @@ class filter {
                         std::uint64_t* count, stream_t stream) const;
   verify_report verify_impl(const void* keys, std::size_t n, detail::key_kind kind,
                             const bool* found) const;
+  void add_strings(const detail::string_input& keys);
+  void add_new_strings(const detail::string_input& keys, bool* is_new);
+  void contains_strings(const detail::string_input& keys, bool* found) const;
+  std::uint64_t count_strings(const detail::string_input& keys) const;
+  void add_strings_async(const detail::string_input& keys, stream_t stream);
+  void contains_strings_async(const detail::string_input& keys, bool* found,
+                              stream_t stream) const;
+  void count_strings_async(const detail::string_input& keys, std::uint64_t* count,
+                           stream_t stream) const;
+  verify_report verify_strings(const detail::string_input& keys, const bool* found) const;
   void combine(const filter& other, bool is_union);
 
   layout layout_;

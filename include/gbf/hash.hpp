@@ -83,34 +83,32 @@ GBF_HD GBF_FORCEINLINE std::uint32_t load_le32(const unsigned char* p) {
 
 }  // namespace detail
 
-/// xxHash64 of `len` bytes at `data` with `seed` (any alignment, host or device).
-GBF_HD inline std::uint64_t xxh64(const void* data, std::size_t len, std::uint64_t seed = 0) {
-  using namespace detail;
-  const auto* p = static_cast<const unsigned char*>(data);
+namespace detail {
+
+/// The four stripe accumulators of xxh64 (spec step 1), for inputs of 32 bytes or more.
+struct xxh64_lanes {
+  std::uint64_t v[4];
+};
+GBF_HD GBF_FORCEINLINE constexpr xxh64_lanes xxh64_init_lanes(std::uint64_t seed) {
+  return {{seed + xxh_prime64_1 + xxh_prime64_2, seed + xxh_prime64_2, seed,
+           seed - xxh_prime64_1}};
+}
+
+/// Spec step 3: the converged accumulator of the four lanes (before the length is added).
+GBF_HD GBF_FORCEINLINE constexpr std::uint64_t xxh64_converge(const xxh64_lanes& l) {
+  std::uint64_t h = rotl64(l.v[0], 1) + rotl64(l.v[1], 7) + rotl64(l.v[2], 12) + rotl64(l.v[3], 18);
+  h = xxh64_merge_round(h, l.v[0]);
+  h = xxh64_merge_round(h, l.v[1]);
+  h = xxh64_merge_round(h, l.v[2]);
+  h = xxh64_merge_round(h, l.v[3]);
+  return h;
+}
+
+/// Spec steps 5 and 6: consumes the last `len` < 32 bytes at `p` (8, 4, then 1 at a
+/// time) into `h` (the accumulator with the total length already added) and avalanches.
+GBF_HD GBF_FORCEINLINE std::uint64_t xxh64_finish(std::uint64_t h, const unsigned char* p,
+                                                  std::size_t len) {
   const unsigned char* const end = p + len;
-  std::uint64_t h;
-  if (len >= 32) {
-    std::uint64_t v1 = seed + xxh_prime64_1 + xxh_prime64_2;
-    std::uint64_t v2 = seed + xxh_prime64_2;
-    std::uint64_t v3 = seed;
-    std::uint64_t v4 = seed - xxh_prime64_1;
-    const unsigned char* const last_stripe = end - 32;
-    do {
-      v1 = xxh64_round(v1, load_le64(p));
-      v2 = xxh64_round(v2, load_le64(p + 8));
-      v3 = xxh64_round(v3, load_le64(p + 16));
-      v4 = xxh64_round(v4, load_le64(p + 24));
-      p += 32;
-    } while (p <= last_stripe);
-    h = rotl64(v1, 1) + rotl64(v2, 7) + rotl64(v3, 12) + rotl64(v4, 18);
-    h = xxh64_merge_round(h, v1);
-    h = xxh64_merge_round(h, v2);
-    h = xxh64_merge_round(h, v3);
-    h = xxh64_merge_round(h, v4);
-  } else {
-    h = seed + xxh_prime64_5;
-  }
-  h += static_cast<std::uint64_t>(len);
   for (; p + 8 <= end; p += 8) h = xxh64_tail8(h, load_le64(p));
   if (p + 4 <= end) {
     h = xxh64_tail4(h, load_le32(p));
@@ -118,6 +116,32 @@ GBF_HD inline std::uint64_t xxh64(const void* data, std::size_t len, std::uint64
   }
   for (; p < end; ++p) h = xxh64_tail1(h, *p);
   return xxh64_avalanche(h);
+}
+
+}  // namespace detail
+
+/// xxHash64 of `len` bytes at `data` with `seed` (any alignment, host or device).
+GBF_HD inline std::uint64_t xxh64(const void* data, std::size_t len, std::uint64_t seed = 0) {
+  using namespace detail;
+  const auto* p = static_cast<const unsigned char*>(data);
+  std::uint64_t h;
+  if (len >= 32) {
+    xxh64_lanes lanes = xxh64_init_lanes(seed);
+    const unsigned char* const last_stripe = p + len - 32;
+    do {
+      lanes.v[0] = xxh64_round(lanes.v[0], load_le64(p));
+      lanes.v[1] = xxh64_round(lanes.v[1], load_le64(p + 8));
+      lanes.v[2] = xxh64_round(lanes.v[2], load_le64(p + 16));
+      lanes.v[3] = xxh64_round(lanes.v[3], load_le64(p + 24));
+      p += 32;
+    } while (p <= last_stripe);
+    h = xxh64_converge(lanes);
+  } else {
+    h = seed + xxh_prime64_5;
+  }
+  h += static_cast<std::uint64_t>(len);
+  const auto consumed = static_cast<std::size_t>(p - static_cast<const unsigned char*>(data));
+  return xxh64_finish(h, p, len - consumed);
 }
 
 /// xxHash64 of the 8 little-endian bytes of `key` (same value as xxh64(&key, 8, seed)).
@@ -138,6 +162,11 @@ GBF_HD GBF_FORCEINLINE constexpr std::uint64_t hash_key(std::uint64_t key, std::
 }
 GBF_HD GBF_FORCEINLINE constexpr std::uint64_t hash_key(std::uint32_t key, std::uint64_t seed) {
   return xxh64_u32(key, seed);
+}
+/// Byte-string keys hash their bytes, no length prefix (Parquet BYTE_ARRAY hashing).
+GBF_HD GBF_FORCEINLINE std::uint64_t hash_key(const void* bytes, std::size_t len,
+                                              std::uint64_t seed) {
+  return xxh64(bytes, len, seed);
 }
 
 }  // namespace gbf
