@@ -1,20 +1,111 @@
-// The gbf command.
+// The gbf command: CLI11 wiring only; the work is in demo.cpp and commands.cpp.
+//
+// Exit codes: 0 success, 1 runtime failure, 2 usage error. Errors go to stderr
+// prefixed "gbf: ".
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <functional>
 #include <map>
+#include <new>
 #include <string>
+#include <tuple>
+#include <vector>
 
+#include "cli/commands.hpp"
 #include "cli/demo.hpp"
 #include "gbf/error.hpp"
+
+namespace {
+
+using namespace gbf::cli;
+
+const std::map<std::string, gbf::backend> backends{
+    {"auto", gbf::backend::automatic}, {"cpu", gbf::backend::cpu}, {"gpu", gbf::backend::gpu}};
+const std::map<std::string, filter_format> filter_formats{
+    {"gbf", filter_format::gbf}, {"parquet-sbbf", filter_format::parquet_sbbf}};
+const std::map<std::string, key_format> key_formats{
+    {"auto", key_format::automatic}, {"u32", key_format::u32}, {"u64", key_format::u64},
+    {"text", key_format::text},      {"npy", key_format::npy}};
+const std::map<std::string, result_format> result_formats{
+    {"bytes", result_format::bytes}, {"bitmap", result_format::bitmap}, {"text", result_format::text}};
+
+void add_run_options(CLI::App* cmd, run_options& run) {
+  cmd->add_option("--backend", run.where, "Where the filter runs: auto (GPU if present), gpu or cpu")
+      ->transform(CLI::CheckedTransformer(backends, CLI::ignore_case));
+  cmd->add_option("--threads", run.threads, "CPU threads (0 = all hardware threads)");
+  cmd->add_flag("-q,--quiet", run.quiet, "No summary line on stderr");
+}
+
+/// --format and --no-header for the filter file(s) `files` (all share them).
+void add_format_options(CLI::App* cmd, std::vector<filter_file*> files, const char* option,
+                        const std::string& help) {
+  cmd->add_option_function<filter_format>(
+         option, [files](const filter_format& f) { for (filter_file* file : files) file->format = f; },
+         help + ": gbf (native, default) or parquet-sbbf (Parquet's Bloom filter)")
+      ->transform(CLI::CheckedTransformer(filter_formats, CLI::ignore_case));
+}
+
+void add_no_header_flag(CLI::App* cmd, std::vector<filter_file*> files) {
+  cmd->add_flag_callback(
+      "--no-header", [files] { for (filter_file* file : files) file->parquet_header = false; },
+      "parquet-sbbf files are the bare bitset, without the Thrift BloomFilterHeader");
+}
+
+void add_keys_options(CLI::App* cmd, keys_input& keys) {
+  cmd->add_option("KEYS", keys.path, "Key file ('-' = standard input)")->required();
+  cmd->add_option("--keys-format", keys.format,
+                  "auto (.npy by magic, .u32/.u64 raw, otherwise text; .bin/.raw/.dat need an "
+                  "explicit width), u32, u64 (raw little-endian), text (one key per line), npy")
+      ->transform(CLI::CheckedTransformer(key_formats, CLI::ignore_case));
+  cmd->add_option("--chunk-keys", keys.chunk_keys, "Keys read and processed per batch")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30));
+}
+
+/// --capacity (returned), --fpp, --layout, --parquet-compatible.
+CLI::Option* add_sizing_options(CLI::App* cmd, sizing_options& sizing, const char* capacity_help) {
+  CLI::Option* capacity = cmd->add_option("--capacity", sizing.capacity, capacity_help)
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
+  cmd->add_option("--fpp", sizing.fpp, "Target false-positive probability in (0, 1) (default 0.01)")
+      ->check([](const std::string& text) -> std::string {
+        const double p = std::strtod(text.c_str(), nullptr);
+        return p > 0 && p < 1 ? "" : "must be in (0, 1), got " + text;
+      });
+  CLI::Option* layout_opt =
+      cmd->add_option_function<std::string>(
+             "--layout", [&sizing](const std::string& text) { sizing.s = parse_layout(text); },
+             "Block shape W/K[/SEED]: W words per block (1, 2, 4, 8, 16), K bits per key "
+             "(W..32), xxh64 seed (default 8/8/0, Parquet's SBBF)")
+          ->check([](const std::string& text) -> std::string {
+            try {
+              parse_layout(text);
+              return "";
+            } catch (const usage_error& e) {
+              return e.what();
+            }
+          });
+  cmd->add_flag("--parquet-compatible", sizing.parquet_compatible,
+                "Size for Parquet export: layout 8/8/0, power-of-two size in 32 B..128 MiB")
+      ->excludes(layout_opt);
+  return capacity;
+}
+
+void add_output(CLI::App* cmd, filter_file& output) {
+  cmd->add_option("-o,--output", output.path, "Filter file to write (atomically)")->required();
+  add_format_options(cmd, {&output}, "--format", "Output format");
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"gbf: GPU batch membership engine (blocked Bloom filters on GPU and CPU)"};
   app.require_subcommand(1);
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return "gbf: " + std::string(e.what()) + "\nRun with --help for more information.\n";
+  });
+  std::function<int()> command;
 
-  gbf::cli::demo_options demo;
-  const std::map<std::string, gbf::backend> backends{
-      {"auto", gbf::backend::automatic}, {"cpu", gbf::backend::cpu}, {"gpu", gbf::backend::gpu}};
+  demo_options demo;
   CLI::App* demo_cmd = app.add_subcommand(
       "demo", "Build one filter per backend, probe it, and compare keys/s, FPR and answers");
   demo_cmd->add_option("--keys", demo.keys, "Keys to add (the filter's capacity)")
@@ -26,6 +117,85 @@ int main(int argc, char** argv) {
   demo_cmd->add_option("--backend", demo.where, "auto (every backend), cpu or gpu")
       ->transform(CLI::CheckedTransformer(backends, CLI::ignore_case));
   demo_cmd->add_flag("!--no-verify", demo.verify, "Skip recomputing GPU answers on the CPU");
+  demo_cmd->final_callback([&] { command = [&] { return run_demo(demo); }; });
+
+  create_args create;
+  CLI::App* create_cmd = app.add_subcommand("create", "Create an empty filter sized for --capacity keys at --fpp");
+  add_sizing_options(create_cmd, create.sizing, "Distinct keys the filter is sized for")->required();
+  add_output(create_cmd, create.output);
+  add_no_header_flag(create_cmd, {&create.output});
+  add_run_options(create_cmd, create.run);
+  create_cmd->final_callback([&] { command = [&] { return run_create(create); }; });
+
+  build_args build;
+  CLI::App* build_cmd = app.add_subcommand("build", "Create a filter from a key file");
+  add_keys_options(build_cmd, build.keys);
+  add_sizing_options(build_cmd, build.sizing,
+                     "Distinct keys to size for (default: the number of keys in KEYS, duplicates "
+                     "counted, found by a first pass over the file)");
+  add_output(build_cmd, build.output);
+  add_no_header_flag(build_cmd, {&build.output});
+  add_run_options(build_cmd, build.run);
+  build_cmd->add_flag("--verify", build.verify, "Check every key is found afterwards, recomputing answers on the CPU");
+  build_cmd->final_callback([&] { command = [&] { return run_build(build); }; });
+
+  add_args add;
+  CLI::App* add_cmd = app.add_subcommand("add", "Add the keys of a file to a filter file (rewritten atomically)");
+  add_cmd->add_option("FILTER", add.target.path, "Filter file")->required();
+  add_keys_options(add_cmd, add.keys);
+  add_format_options(add_cmd, {&add.target}, "--format", "Format of FILTER");
+  add_no_header_flag(add_cmd, {&add.target});
+  add_run_options(add_cmd, add.run);
+  add_cmd->add_flag("--verify", add.verify, "Check every key is found afterwards, recomputing answers on the CPU");
+  add_cmd->final_callback([&] { command = [&] { return run_add(add); }; });
+
+  query_args query;
+  CLI::App* query_cmd = app.add_subcommand(
+      "query", "Test the keys of a file against a filter (default: print how many may be present)");
+  query_cmd->add_option("FILTER", query.target.path, "Filter file")->required();
+  add_keys_options(query_cmd, query.keys);
+  add_format_options(query_cmd, {&query.target}, "--format", "Format of FILTER");
+  add_no_header_flag(query_cmd, {&query.target});
+  query_cmd->add_option("--out", query.out, "Write one answer per key to this file");
+  query_cmd->add_option("--out-format", query.out_format,
+                        "bytes (one 0/1 byte per key, default), bitmap (LSB-first bits, Arrow), "
+                        "text (0/1 lines)")
+      ->transform(CLI::CheckedTransformer(result_formats, CLI::ignore_case));
+  CLI::Option* count_opt = query_cmd->add_flag("--count", query.count, "Print only the number of keys that may be present");
+  CLI::Option* select_opt =
+      query_cmd->add_flag("--select", query.select, "Print the keys that may be present, one per line");
+  query_cmd->add_flag("--row-numbers", query.row_numbers, "With --select: print 0-based row numbers instead of keys")
+      ->needs(select_opt);
+  count_opt->excludes(select_opt);
+  query_cmd->add_flag("--verify", query.verify, "Recompute every answer on the CPU; exit 1 on a mismatch");
+  add_run_options(query_cmd, query.run);
+  query_cmd->final_callback([&] { command = [&] { return run_query(query); }; });
+
+  info_args info;
+  CLI::App* info_cmd = app.add_subcommand(
+      "info", "Describe a filter file: layout, size, fill, estimated keys and FPR");
+  info_cmd->add_option("FILTER", info.target.path, "Filter file")->required();
+  add_format_options(info_cmd, {&info.target}, "--format", "Format of FILTER");
+  add_no_header_flag(info_cmd, {&info.target});
+  info_cmd->add_flag("--json", info.json, "One JSON object instead of text");
+  add_run_options(info_cmd, info.run);
+  info_cmd->final_callback([&] { command = [&] { return run_info(info); }; });
+
+  combine_args merge;
+  combine_args intersect;
+  for (auto [name, args, run, help] :
+       {std::tuple{"merge", &merge, &run_merge, "Union of two filters of the same layout (bitwise OR)"},
+        std::tuple{"intersect", &intersect, &run_intersect,
+                   "Intersection of two filters of the same layout (bitwise AND)"}}) {
+    CLI::App* cmd = app.add_subcommand(name, help);
+    cmd->add_option("A", args->a.path, "First filter file")->required();
+    cmd->add_option("B", args->b.path, "Second filter file")->required();
+    add_output(cmd, args->output);
+    add_format_options(cmd, {&args->a, &args->b}, "--input-format", "Format of A and B");
+    add_no_header_flag(cmd, {&args->a, &args->b, &args->output});
+    add_run_options(cmd, args->run);
+    cmd->final_callback([&command, args = args, run = run] { command = [args, run] { return run(*args); }; });
+  }
 
   try {
     app.parse(argc, argv);
@@ -33,10 +203,15 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   try {
-    if (*demo_cmd) return gbf::cli::run_demo(demo);
+    return command();
+  } catch (const usage_error& e) {
+    std::fprintf(stderr, "gbf: %s\n", e.what());
+    return 2;
   } catch (const gbf::error& e) {
     std::fprintf(stderr, "gbf: %s\n", e.what());
     return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "gbf: out of memory\n");
+    return 1;
   }
-  return 0;
 }

@@ -1,0 +1,476 @@
+// The gbf subcommands: create, build, add, query, info, merge, intersect.
+#include "cli/commands.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "cli/progress.hpp"
+#include "gbf/io.hpp"
+
+namespace gbf::cli {
+namespace {
+
+// ---------------------------------------------------------------------------
+// Filters and their files
+// ---------------------------------------------------------------------------
+
+options make_options(const run_options& run) {
+  options opts;
+  opts.where = run.where;
+  opts.cpu_threads = run.threads;
+  return opts;
+}
+
+/// Loads `file`; Parquet files carry no capacity, fpp or key count (metadata 0 = unknown).
+filter load_filter(const filter_file& file, const run_options& run, file_metadata& meta) {
+  if (file.format == filter_format::gbf) return load(file.path, make_options(run), &meta);
+  filter f = load_parquet_sbbf(file.path, file.parquet_header, make_options(run));
+  meta = file_metadata{f.get_layout(), 0, 0, 0};
+  return f;
+}
+
+/// Throws invalid_argument naming `file` and every condition a Parquet export of `l` fails.
+void check_exportable(const layout& l, const filter_file& file) {
+  if (file.format != filter_format::parquet_sbbf) return;
+  const std::string problem = parquet_problem(l);
+  if (!problem.empty())
+    throw invalid_argument("'" + file.path + "': cannot export as a Parquet SBBF: " + problem +
+                           " (size a new filter with --parquet-compatible)");
+}
+
+void save_filter(const filter& f, const filter_file& file, double fpp) {
+  check_exportable(f.get_layout(), file);
+  if (file.format == filter_format::gbf)
+    save(f, file.path, fpp);
+  else
+    save_parquet_sbbf(f, file.path, file.parquet_header);
+}
+
+layout size_layout(const sizing_options& sizing, std::uint64_t capacity) {
+  try {
+    return sizing.parquet_compatible ? parquet_compatible_layout(capacity, sizing.fpp)
+                                     : size_for(capacity, sizing.fpp, sizing.s);
+  } catch (const invalid_argument& e) {
+    throw usage_error(e.what());
+  }
+}
+
+std::string estimated_keys_text(const filter_stats& s) {
+  return std::isinf(s.estimated_keys)
+             ? "unknown (every bit is set)"
+             : with_commas(static_cast<std::uint64_t>(std::llround(s.estimated_keys)));
+}
+
+void warn_if_over_capacity(const filter& f, const std::string& path) {
+  const filter_stats s = f.stats();
+  if (!s.over_capacity) return;
+  std::fprintf(stderr,
+               "gbf: warning: '%s' is over capacity: estimated distinct keys %s in a filter "
+               "sized for %s; its false-positive rate is now %.3g%%\n",
+               path.c_str(), estimated_keys_text(s).c_str(),
+               with_commas(s.capacity).c_str(), 100 * s.estimated_fpr);
+}
+
+// ---------------------------------------------------------------------------
+// One chunk of keys against a filter
+// ---------------------------------------------------------------------------
+
+string_keys<std::int64_t> text_keys(const key_chunk& c) {
+  return {c.text_data.data(), c.text_data.size(), c.offsets.data(), c.size(), nullptr};
+}
+
+void add_chunk(filter& f, const key_chunk& c) {
+  switch (c.type) {
+    case key_type::u32: return f.add(c.u32.data(), c.u32.size());
+    case key_type::u64: return f.add(c.u64.data(), c.u64.size());
+    case key_type::text: return f.add(text_keys(c));
+  }
+}
+
+void contains_chunk(const filter& f, const key_chunk& c, bool* found) {
+  switch (c.type) {
+    case key_type::u32: return f.contains(c.u32.data(), c.u32.size(), found);
+    case key_type::u64: return f.contains(c.u64.data(), c.u64.size(), found);
+    case key_type::text: return f.contains(text_keys(c), found);
+  }
+}
+
+verify_report verify_chunk(const filter& f, const key_chunk& c, const bool* found) {
+  switch (c.type) {
+    case key_type::u32: return f.verify_contains(c.u32.data(), c.u32.size(), found);
+    case key_type::u64: return f.verify_contains(c.u64.data(), c.u64.size(), found);
+    case key_type::text: return f.verify_contains(text_keys(c), found);
+  }
+  return {};
+}
+
+/// The answers of a batch: a bool per key, grown as chunks need.
+class answers {
+ public:
+  bool* for_chunk(std::size_t n) {
+    if (n > capacity_) {
+      values_.reset(new bool[n]);
+      capacity_ = n;
+    }
+    return values_.get();
+  }
+
+ private:
+  std::unique_ptr<bool[]> values_;
+  std::size_t capacity_ = 0;
+};
+
+/// --verify across chunks: CPU recomputation of the backend's answers, and (for
+/// inserted keys) that every one is found.
+class verifier {
+ public:
+  void check(const filter& f, const key_chunk& c, const bool* found, bool must_be_found) {
+    const verify_report r = verify_chunk(f, c, found);
+    if (r.mismatches > 0 && total_.mismatches == 0) total_.first_mismatch = rows_ + r.first_mismatch;
+    total_.mismatches += r.mismatches;
+    total_.keys_checked += r.keys_checked;
+    if (must_be_found)
+      for (std::size_t i = 0; i < c.size(); ++i) false_negatives_ += !found[i];
+    rows_ += c.size();
+  }
+
+  /// Prints the report on stderr; true when everything agreed.
+  bool report() const {
+    std::fprintf(stderr, "gbf: verify: %s answers recomputed on the CPU, %s mismatches",
+                 with_commas(total_.keys_checked).c_str(), with_commas(total_.mismatches).c_str());
+    if (total_.mismatches > 0)
+      std::fprintf(stderr, " (first at row %s)", with_commas(total_.first_mismatch).c_str());
+    std::fprintf(stderr, ", %s false negatives\n", with_commas(false_negatives_).c_str());
+    return total_.ok() && false_negatives_ == 0;
+  }
+
+ private:
+  verify_report total_;
+  std::uint64_t rows_ = 0;
+  std::uint64_t false_negatives_ = 0;
+};
+
+/// Adds every key of `reader` to `f`; with `verify`, checks each chunk afterwards.
+/// Returns false when verification failed.
+bool add_keys(filter& f, key_reader& reader, const keys_input& keys, const run_options& run,
+              std::optional<std::uint64_t> total, bool verify) {
+  progress bar("added", total, run.quiet);
+  key_chunk chunk;
+  answers found;
+  verifier check;
+  while (reader.next(chunk, keys.chunk_keys)) {
+    add_chunk(f, chunk);
+    if (verify) {
+      bool* hits = found.for_chunk(chunk.size());
+      contains_chunk(f, chunk, hits);
+      check.check(f, chunk, hits, true);
+    }
+    bar.advance(chunk.size());
+  }
+  bar.finish(" on " + std::string(to_string(f.where())));
+  return !verify || check.report();
+}
+
+// ---------------------------------------------------------------------------
+// Query outputs
+// ---------------------------------------------------------------------------
+
+/// Writes query answers to --out as bytes, an LSB-first bitmap, or "0"/"1" lines.
+class result_writer {
+ public:
+  result_writer(const std::string& path, result_format format) : path_(path), format_(format) {
+    file_ = std::fopen(path.c_str(), "wb");
+    if (file_ == nullptr) fail("cannot create results file");
+  }
+  result_writer(const result_writer&) = delete;
+  result_writer& operator=(const result_writer&) = delete;
+  ~result_writer() {
+    if (file_ != nullptr) std::fclose(file_);
+  }
+
+  void write(const bool* found, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      switch (format_) {
+        case result_format::bytes: std::fputc(found[i] ? 1 : 0, file_); break;
+        case result_format::text: std::fputs(found[i] ? "1\n" : "0\n", file_); break;
+        case result_format::bitmap:
+          pending_ |= static_cast<unsigned>(found[i]) << pending_bits_;
+          if (++pending_bits_ == 8) flush_byte();
+          break;
+      }
+    }
+    if (std::ferror(file_)) fail("write failed");
+  }
+
+  /// Writes the last partial bitmap byte and closes the file, reporting any error.
+  void close() {
+    if (pending_bits_ > 0) flush_byte();
+    std::FILE* f = file_;
+    file_ = nullptr;
+    if (std::ferror(f) | std::fclose(f)) fail("write failed");
+  }
+
+ private:
+  void flush_byte() {
+    std::fputc(static_cast<int>(pending_), file_);
+    pending_ = 0;
+    pending_bits_ = 0;
+  }
+  [[noreturn]] void fail(const char* what) const {
+    const int err = errno;
+    throw io_error("'" + path_ + "': " + what + ": " + std::strerror(err), err);
+  }
+
+  std::string path_;
+  result_format format_;
+  std::FILE* file_ = nullptr;
+  unsigned pending_ = 0;
+  unsigned pending_bits_ = 0;
+};
+
+void print_selected(const key_chunk& c, const bool* found, std::uint64_t first_row, bool row_numbers) {
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    if (!found[i]) continue;
+    if (row_numbers) {
+      std::printf("%llu\n", static_cast<unsigned long long>(first_row + i));
+    } else {
+      const std::string key = c.key_string(i);
+      std::fwrite(key.data(), 1, key.size(), stdout);
+      std::fputc('\n', stdout);
+    }
+  }
+}
+
+void check_stdout() {
+  if (std::fflush(stdout) != 0 || std::ferror(stdout))
+    throw io_error(std::string("standard output: write failed: ") + std::strerror(errno), errno);
+}
+
+// ---------------------------------------------------------------------------
+// info
+// ---------------------------------------------------------------------------
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string format_name(const filter_file& file) {
+  if (file.format == filter_format::parquet_sbbf)
+    return file.parquet_header ? "parquet-sbbf (Thrift header + bitset)" : "parquet-sbbf (bare bitset)";
+  return "gbf native, version " + std::to_string(file_format_version);
+}
+
+void print_info_text(const filter_file& file, const file_metadata& meta, const filter& f) {
+  const filter_stats s = f.stats();
+  const layout& l = f.get_layout();
+  const std::string problem = parquet_problem(l);
+  const auto row = [](const char* name, const std::string& value) {
+    std::printf("%-16s %s\n", name, value.c_str());
+  };
+  char text[160];
+  row("file:", file.path);
+  row("format:", format_name(file));
+  row("layout:", to_string(l));
+  row("parquet:", problem.empty() ? "compatible (exportable with --format parquet-sbbf)"
+                                  : "not compatible: " + problem);
+  row("capacity:", meta.capacity ? with_commas(meta.capacity) + " keys" : "unknown");
+  std::snprintf(text, sizeof text, "%g", meta.fpp);
+  row("target fpp:", meta.fpp > 0 ? text : "unknown");
+  row("keys inserted:", file.format == filter_format::gbf
+                            ? with_commas(meta.keys_inserted) + " (duplicates included)"
+                            : "unknown");
+  row("size:", with_commas(l.size_bytes()) + " bytes");
+  std::snprintf(text, sizeof text, "%s of %s (fill ratio %.4f)", with_commas(s.bits_set).c_str(),
+                with_commas(s.num_bits).c_str(), s.fill_ratio);
+  row("bits set:", text);
+  row("estimated keys:", estimated_keys_text(s));
+  std::snprintf(text, sizeof text, "%.3g", s.estimated_fpr);
+  row("estimated fpr:", text);
+  if (meta.capacity > 0 && meta.fpp > 0) {
+    std::snprintf(text, sizeof text, "%.2f at capacity (a classic Bloom filter needs %.2f)",
+                  bits_per_key_at(l, meta.capacity), classic_bits_per_key(meta.fpp));
+    row("bits/key:", text);
+  }
+  if (s.over_capacity)
+    std::printf("WARNING: over capacity: estimated distinct keys %s in a filter sized for %s; "
+                "the false-positive rate is now %.3g%% (target %g%%)\n",
+                estimated_keys_text(s).c_str(),
+                with_commas(s.capacity).c_str(), 100 * s.estimated_fpr, 100 * meta.fpp);
+}
+
+void print_info_json(const filter_file& file, const file_metadata& meta, const filter& f) {
+  const filter_stats s = f.stats();
+  const layout& l = f.get_layout();
+  const auto number = [](double x) -> std::string {
+    if (!std::isfinite(x)) return "null";
+    char text[32];
+    std::snprintf(text, sizeof text, "%.17g", x);
+    return text;
+  };
+  std::printf("{\"file\": %s, \"format\": %s, \"words_per_block\": %u, \"bits_per_key\": %u, "
+              "\"seed\": %llu, \"num_blocks\": %llu, \"size_bytes\": %llu, "
+              "\"parquet_problem\": %s, \"capacity\": %llu, \"fpp\": %s, \"keys_inserted\": %llu, "
+              "\"bits_set\": %llu, \"num_bits\": %llu, \"fill_ratio\": %s, "
+              "\"estimated_keys\": %s, \"estimated_fpr\": %s, \"over_capacity\": %s}\n",
+              json_string(file.path).c_str(),
+              json_string(file.format == filter_format::gbf ? "gbf" : "parquet-sbbf").c_str(),
+              l.words_per_block, l.bits_per_key, static_cast<unsigned long long>(l.seed),
+              static_cast<unsigned long long>(l.num_blocks),
+              static_cast<unsigned long long>(l.size_bytes()), json_string(parquet_problem(l)).c_str(),
+              static_cast<unsigned long long>(meta.capacity), number(meta.fpp).c_str(),
+              static_cast<unsigned long long>(meta.keys_inserted),
+              static_cast<unsigned long long>(s.bits_set), static_cast<unsigned long long>(s.num_bits),
+              number(s.fill_ratio).c_str(), number(s.estimated_keys).c_str(),
+              number(s.estimated_fpr).c_str(), s.over_capacity ? "true" : "false");
+}
+
+int combine(const combine_args& args, bool is_union) {
+  file_metadata meta_a;
+  file_metadata meta_b;
+  filter a = load_filter(args.a, args.run, meta_a);
+  const filter b = load_filter(args.b, args.run, meta_b);
+  check_exportable(a.get_layout(), args.output);
+  try {
+    if (is_union)
+      a.merge(b);
+    else
+      a.intersect(b);
+  } catch (const layout_mismatch& e) {
+    throw layout_mismatch("'" + args.a.path + "' and '" + args.b.path + "': " + e.what());
+  }
+  save_filter(a, args.output, meta_a.fpp);
+  if (!args.run.quiet)
+    std::fprintf(stderr, "gbf: wrote %s (%s of '%s' and '%s', %s bits set)\n", args.output.path.c_str(),
+                 is_union ? "union" : "intersection", args.a.path.c_str(), args.b.path.c_str(),
+                 with_commas(a.bits_set()).c_str());
+  return 0;
+}
+
+}  // namespace
+
+shape parse_layout(const std::string& text) {
+  shape s;
+  unsigned long long w = 0, k = 0, seed = 0;
+  int consumed = 0;
+  const int fields = std::sscanf(text.c_str(), "%llu/%llu%n/%llu%n", &w, &k, &consumed, &seed, &consumed);
+  if (fields < 2 || static_cast<std::size_t>(consumed) != text.size() || text.find('-') != std::string::npos)
+    throw usage_error("layout '" + text + "' is not W/K or W/K/SEED (e.g. 8/8, 16/16/0)");
+  layout l;
+  l.words_per_block = static_cast<std::uint32_t>(w);
+  l.bits_per_key = static_cast<std::uint32_t>(k);
+  if (w != l.words_per_block || k != l.bits_per_key || layout_problem(l) != nullptr)
+    throw usage_error("layout '" + text + "': " +
+                      (layout_problem(l) ? layout_problem(l) : "value out of range"));
+  s.words_per_block = l.words_per_block;
+  s.bits_per_key = l.bits_per_key;
+  s.seed = seed;
+  return s;
+}
+
+int run_create(const create_args& args) {
+  const layout l = size_layout(args.sizing, args.sizing.capacity);
+  check_exportable(l, args.output);
+  const filter f(l, make_options(args.run), args.sizing.capacity);
+  save_filter(f, args.output, args.sizing.fpp);
+  if (!args.run.quiet)
+    std::fprintf(stderr, "gbf: created %s: %s; %.2f bits/key for %s keys at fpp %g\n",
+                 args.output.path.c_str(), to_string(l).c_str(),
+                 bits_per_key_at(l, args.sizing.capacity), with_commas(args.sizing.capacity).c_str(),
+                 args.sizing.fpp);
+  return 0;
+}
+
+int run_build(const build_args& args) {
+  if (args.sizing.capacity == 0 && args.keys.path == "-")
+    throw usage_error("building from standard input needs --capacity (its keys cannot be counted first)");
+  const auto reader = key_reader::open(args.keys.path, args.keys.format);
+  const std::uint64_t total = args.sizing.capacity ? reader->known_count().value_or(0) : reader->count_keys();
+  const std::uint64_t capacity = args.sizing.capacity ? args.sizing.capacity : total;
+  if (capacity == 0)
+    throw format_error("'" + args.keys.path + "' holds no keys; pass --capacity to size an empty filter");
+  const layout l = size_layout(args.sizing, capacity);
+  check_exportable(l, args.output);
+  filter f(l, make_options(args.run), capacity);
+  const bool ok = add_keys(f, *reader, args.keys, args.run,
+                           total ? std::optional<std::uint64_t>(total) : std::nullopt, args.verify);
+  if (!ok) return 1;
+  save_filter(f, args.output, args.sizing.fpp);
+  warn_if_over_capacity(f, args.output.path);
+  return 0;
+}
+
+int run_add(const add_args& args) {
+  file_metadata meta;
+  filter f = load_filter(args.target, args.run, meta);
+  const auto reader = key_reader::open(args.keys.path, args.keys.format);
+  if (!add_keys(f, *reader, args.keys, args.run, reader->known_count(), args.verify)) return 1;
+  save_filter(f, args.target, meta.fpp);
+  warn_if_over_capacity(f, args.target.path);
+  return 0;
+}
+
+int run_query(const query_args& args) {
+  file_metadata meta;
+  const filter f = load_filter(args.target, args.run, meta);
+  const auto reader = key_reader::open(args.keys.path, args.keys.format);
+  std::optional<result_writer> out;
+  if (!args.out.empty()) out.emplace(args.out, args.out_format);
+
+  progress bar("queried", reader->known_count(), args.run.quiet);
+  key_chunk chunk;
+  answers found;
+  verifier check;
+  std::uint64_t hits = 0;
+  while (reader->next(chunk, args.keys.chunk_keys)) {
+    bool* answer = found.for_chunk(chunk.size());
+    contains_chunk(f, chunk, answer);
+    if (args.verify) check.check(f, chunk, answer, false);
+    if (out) out->write(answer, chunk.size());
+    if (args.select) print_selected(chunk, answer, bar.done(), args.row_numbers);
+    for (std::size_t i = 0; i < chunk.size(); ++i) hits += answer[i];
+    bar.advance(chunk.size());
+  }
+  if (out) out->close();
+  const std::uint64_t keys = bar.done();
+  bar.finish(" on " + std::string(to_string(f.where())) + ": " + with_commas(hits) + " may be present");
+  if (args.count)
+    std::printf("%llu\n", static_cast<unsigned long long>(hits));
+  else if (!args.select && args.out.empty())
+    std::printf("%s of %s keys may be present\n", with_commas(hits).c_str(), with_commas(keys).c_str());
+  check_stdout();
+  return !args.verify || check.report() ? 0 : 1;
+}
+
+int run_info(const info_args& args) {
+  file_metadata meta;
+  const filter f = load_filter(args.target, args.run, meta);
+  if (args.json)
+    print_info_json(args.target, meta, f);
+  else
+    print_info_text(args.target, meta, f);
+  check_stdout();
+  return 0;
+}
+
+int run_merge(const combine_args& args) { return combine(args, true); }
+int run_intersect(const combine_args& args) { return combine(args, false); }
+
+}  // namespace gbf::cli

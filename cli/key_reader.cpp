@@ -1,0 +1,351 @@
+// Chunked key readers: raw arrays, .npy arrays (both "binary": fixed-width
+// little-endian integers after an optional header) and text lines.
+#include "cli/key_reader.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "gbf/error.hpp"
+
+namespace gbf::cli {
+namespace {
+
+constexpr std::size_t max_text_chunk_bytes = std::size_t{64} << 20;
+constexpr char npy_magic[] = "\x93NUMPY";
+constexpr std::size_t npy_magic_size = 6;
+
+[[noreturn]] void fail_format(const std::string& path, const std::string& what) {
+  throw format_error("'" + path + "': " + what);
+}
+
+[[noreturn]] void fail_io(const std::string& path, const std::string& what) {
+  const int err = errno;
+  throw io_error("'" + path + "': " + what + ": " + std::strerror(err), err);
+}
+
+/// Size of the regular file behind `f`, nullopt for pipes, terminals and the like.
+std::optional<std::uint64_t> regular_file_size(std::FILE* f) {
+  struct stat st {};
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  return static_cast<std::uint64_t>(st.st_size);
+}
+
+std::string extension_of(const std::string& path) {
+  const std::size_t slash = path.find_last_of('/');
+  const std::size_t dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return "";
+  std::string ext = path.substr(dot);
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext;
+}
+
+bool starts_with_npy_magic(const std::string& path) {
+  file_ptr f = open_for_reading(path, "keys file");
+  char head[npy_magic_size] = {};
+  return std::fread(head, 1, npy_magic_size, f.get()) == npy_magic_size &&
+         std::memcmp(head, npy_magic, npy_magic_size) == 0;
+}
+
+// ---------------------------------------------------------------------------
+// Fixed-width integers: raw arrays and the payload of .npy files
+// ---------------------------------------------------------------------------
+
+struct binary_spec {
+  unsigned width = 8;                    ///< Bytes per key: 4 or 8.
+  bool is_signed = false;
+  std::optional<std::uint64_t> count;    ///< Keys in the file, when known.
+};
+
+class binary_reader final : public key_reader {
+ public:
+  binary_reader(std::string path, file_ptr file, const binary_spec& spec)
+      : key_reader(std::move(path)), file_(std::move(file)), spec_(spec) {}
+
+  bool next(key_chunk& chunk, std::size_t max_keys) override {
+    chunk.type = type();
+    chunk.is_signed = spec_.is_signed;
+    if (spec_.count) max_keys = static_cast<std::size_t>(std::min<std::uint64_t>(max_keys, *spec_.count - read_));
+    const std::size_t keys = spec_.width == 4 ? read_into(chunk.u32, max_keys) : read_into(chunk.u64, max_keys);
+    read_ += keys;
+    return keys > 0;
+  }
+
+  std::optional<std::uint64_t> known_count() const override { return spec_.count; }
+
+  std::uint64_t count_keys() override {
+    if (!spec_.count) fail_format(path_, "cannot count the keys of a stream before reading it");
+    return *spec_.count;
+  }
+
+  key_type type() const override { return spec_.width == 4 ? key_type::u32 : key_type::u64; }
+
+ private:
+  template <class Word>
+  std::size_t read_into(std::vector<Word>& out, std::size_t max_keys) {
+    out.resize(max_keys);
+    const std::size_t bytes = std::fread(out.data(), 1, max_keys * sizeof(Word), file_.get());
+    if (std::ferror(file_.get())) fail_io(path_, "read failed");
+    if (bytes % sizeof(Word) != 0)
+      fail_format(path_, "ends with a partial key (" + std::to_string(bytes % sizeof(Word)) +
+                             " trailing bytes; keys are " + std::to_string(sizeof(Word)) + " bytes)");
+    out.resize(bytes / sizeof(Word));
+    if (spec_.count && out.size() < max_keys)
+      fail_format(path_, "truncated: " + std::to_string(read_ + out.size()) + " of " +
+                             std::to_string(*spec_.count) + " keys present");
+    return out.size();
+  }
+
+  file_ptr file_;
+  binary_spec spec_;
+  std::uint64_t read_ = 0;
+};
+
+binary_spec raw_spec(const std::string& path, std::FILE* f, unsigned width) {
+  binary_spec spec;
+  spec.width = width;
+  if (const auto size = regular_file_size(f)) {
+    if (*size % width != 0)
+      fail_format(path, "size " + std::to_string(*size) + " bytes is not a multiple of " +
+                            std::to_string(width) + " (u" + std::to_string(width * 8) + " keys)");
+    spec.count = *size / width;
+  }
+  return spec;
+}
+
+// .npy: magic, major and minor version bytes, header length (u16 in v1, u32 in
+// v2/v3), then a Python dict literal such as
+//   {'descr': '<i8', 'fortran_order': False, 'shape': (1000,), }
+// padded with spaces and a newline. The data follows in C order.
+
+std::string read_exact(std::FILE* f, const std::string& path, std::size_t n, const char* what) {
+  std::string bytes(n, '\0');
+  if (std::fread(bytes.data(), 1, n, f) != n) {
+    if (std::ferror(f)) fail_io(path, "read failed");
+    fail_format(path, std::string("truncated .npy file: ") + what + " is incomplete");
+  }
+  return bytes;
+}
+
+/// The value after "'key':" in a .npy header dict, up to the next ',' or '}' outside
+/// parentheses and quotes, with surrounding spaces removed.
+std::string npy_header_value(const std::string& header, const std::string& key,
+                             const std::string& path) {
+  const std::size_t at = header.find("'" + key + "'");
+  const std::size_t colon = at == std::string::npos ? at : header.find(':', at);
+  if (colon == std::string::npos) fail_format(path, ".npy header has no '" + key + "' entry");
+  std::size_t end = colon + 1;
+  int depth = 0;
+  bool quoted = false;
+  for (; end < header.size(); ++end) {
+    const char c = header[end];
+    if (c == '\'' || c == '"') quoted = !quoted;
+    if (quoted) continue;
+    if (c == '(') ++depth;
+    if (c == ')') --depth;
+    if (depth == 0 && (c == ',' || c == '}')) break;
+  }
+  std::string value = header.substr(colon + 1, end - colon - 1);
+  const auto not_space = [](unsigned char c) { return !std::isspace(c); };
+  value.erase(value.begin(), std::find_if(value.begin(), value.end(), not_space));
+  value.erase(std::find_if(value.rbegin(), value.rend(), not_space).base(), value.end());
+  return value;
+}
+
+void parse_npy_dtype(std::string descr, const std::string& path, binary_spec& spec) {
+  if (descr.size() >= 2 && (descr.front() == '\'' || descr.front() == '"'))
+    descr = descr.substr(1, descr.size() - 2);
+  static const char* const supported = "<i4, <u4, <i8 or <u8";
+  if (descr == "<i4" || descr == "<u4" || descr == "<i8" || descr == "<u8") {
+    spec.width = descr[2] == '4' ? 4 : 8;
+    spec.is_signed = descr[1] == 'i';
+    return;
+  }
+  const char kind = descr.size() >= 2 ? descr[1] : '?';
+  std::string why;
+  if (kind == 'f' || kind == 'c')
+    why = "a floating-point dtype; keys must be integers";
+  else if (descr[0] == '>' && (kind == 'i' || kind == 'u'))
+    why = "big-endian; convert with a.astype(a.dtype.newbyteorder('<'))";
+  else if (kind == 'i' || kind == 'u')
+    why = "gbf keys are 32- or 64-bit integers; convert with a.astype('<i8')";
+  else
+    why = "not an integer dtype";
+  fail_format(path, ".npy dtype '" + descr + "' is not supported (" + why + "); gbf reads " + supported);
+}
+
+std::uint64_t parse_npy_shape(const std::string& shape, const std::string& path) {
+  // A 1-D shape is "(N,)"; anything else (scalars "()", "(N, M)") is refused.
+  const bool one_d = shape.size() >= 3 && shape.front() == '(' && shape.back() == ')' &&
+                     std::count(shape.begin(), shape.end(), ',') == 1 &&
+                     shape.find_first_not_of(" ", shape.find(',') + 1) == shape.size() - 1;
+  if (!one_d) fail_format(path, ".npy array of shape " + shape + " is not 1-D");
+  const std::string digits = shape.substr(1, shape.find(',') - 1);
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long n = std::strtoull(digits.c_str(), &end, 10);
+  if (errno != 0 || end == digits.c_str() || *end != '\0')
+    fail_format(path, ".npy shape " + shape + " is not a valid length");
+  return n;
+}
+
+binary_spec npy_spec(const std::string& path, std::FILE* f) {
+  const std::string preamble = read_exact(f, path, npy_magic_size + 2, "the preamble");
+  if (preamble.compare(0, npy_magic_size, npy_magic, npy_magic_size) != 0)
+    fail_format(path, "not a .npy file (bad magic; expected \\x93NUMPY)");
+  const unsigned major = static_cast<unsigned char>(preamble[npy_magic_size]);
+  if (major < 1 || major > 3)
+    fail_format(path, "unsupported .npy format version " + std::to_string(major) + " (reads 1, 2, 3)");
+  const std::string len_bytes = read_exact(f, path, major == 1 ? 2 : 4, "the header length");
+  std::uint64_t header_len = 0;
+  for (std::size_t i = len_bytes.size(); i-- > 0;)
+    header_len = header_len << 8 | static_cast<unsigned char>(len_bytes[i]);
+  if (header_len > (1u << 20)) fail_format(path, ".npy header of " + std::to_string(header_len) + " bytes is implausible");
+  const std::string header = read_exact(f, path, static_cast<std::size_t>(header_len), "the header");
+
+  binary_spec spec;
+  parse_npy_dtype(npy_header_value(header, "descr", path), path, spec);
+  if (npy_header_value(header, "fortran_order", path) != "False")
+    fail_format(path, ".npy array is in Fortran order; gbf reads C-order 1-D arrays");
+  spec.count = parse_npy_shape(npy_header_value(header, "shape", path), path);
+  const std::uint64_t data_offset = preamble.size() + len_bytes.size() + header_len;
+  if (const auto size = regular_file_size(f)) {
+    if (*size != data_offset + *spec.count * spec.width)
+      fail_format(path, ".npy data is " + std::to_string(*size - data_offset) + " bytes, the header says " +
+                            std::to_string(*spec.count * spec.width) + " (" +
+                            std::to_string(*spec.count) + " keys)");
+  }
+  return spec;
+}
+
+// ---------------------------------------------------------------------------
+// Text: one key per line
+// ---------------------------------------------------------------------------
+
+class text_reader final : public key_reader {
+ public:
+  text_reader(std::string path, file_ptr file) : key_reader(std::move(path)), file_(std::move(file)) {}
+
+  bool next(key_chunk& chunk, std::size_t max_keys) override {
+    chunk.type = key_type::text;
+    chunk.text_data.clear();
+    chunk.offsets.assign(1, 0);
+    while (chunk.offsets.size() <= max_keys && chunk.text_data.size() < max_text_chunk_bytes) {
+      const ssize_t got = getline(&line_.buffer, &line_.capacity, file_.get());
+      if (got < 0) break;
+      std::size_t len = static_cast<std::size_t>(got);
+      if (len > 0 && line_.buffer[len - 1] == '\n') --len;
+      if (len > 0 && line_.buffer[len - 1] == '\r') --len;
+      chunk.text_data.append(line_.buffer, len);
+      chunk.offsets.push_back(static_cast<std::int64_t>(chunk.text_data.size()));
+    }
+    if (std::ferror(file_.get())) fail_io(path_, "read failed");
+    return chunk.offsets.size() > 1;
+  }
+
+  std::optional<std::uint64_t> known_count() const override { return std::nullopt; }
+
+  std::uint64_t count_keys() override {
+    if (path_ == "-") fail_format(path_, "cannot count the lines of standard input before reading it");
+    std::uint64_t lines = 0;
+    char buffer[1 << 16];
+    char last = '\n';
+    while (const std::size_t got = std::fread(buffer, 1, sizeof buffer, file_.get())) {
+      lines += static_cast<std::uint64_t>(std::count(buffer, buffer + got, '\n'));
+      last = buffer[got - 1];
+    }
+    if (std::ferror(file_.get())) fail_io(path_, "read failed");
+    if (std::fseek(file_.get(), 0, SEEK_SET) != 0) fail_io(path_, "seek failed");
+    return lines + (last != '\n' ? 1 : 0);
+  }
+
+  key_type type() const override { return key_type::text; }
+
+ private:
+  struct line_buffer {
+    char* buffer = nullptr;  ///< Owned by getline (malloc/realloc).
+    std::size_t capacity = 0;
+    ~line_buffer() { std::free(buffer); }
+  };
+  file_ptr file_;
+  line_buffer line_;
+};
+
+key_format detect_format(const std::string& path) {
+  if (path == "-") return key_format::text;
+  if (starts_with_npy_magic(path)) return key_format::npy;
+  const std::string ext = extension_of(path);
+  if (ext == ".npy") return key_format::npy;  // reports the bad magic
+  if (ext == ".u32") return key_format::u32;
+  if (ext == ".u64") return key_format::u64;
+  if (ext == ".bin" || ext == ".raw" || ext == ".dat")
+    fail_format(path, "raw binary keys of unknown width: pass --keys-format u32 or --keys-format u64");
+  return key_format::text;
+}
+
+}  // namespace
+
+std::size_t key_chunk::size() const {
+  switch (type) {
+    case key_type::u32: return u32.size();
+    case key_type::u64: return u64.size();
+    case key_type::text: return offsets.empty() ? 0 : offsets.size() - 1;
+  }
+  return 0;
+}
+
+std::string key_chunk::key_string(std::size_t i) const {
+  switch (type) {
+    case key_type::u32:
+      return is_signed ? std::to_string(static_cast<std::int32_t>(u32[i])) : std::to_string(u32[i]);
+    case key_type::u64:
+      return is_signed ? std::to_string(static_cast<std::int64_t>(u64[i])) : std::to_string(u64[i]);
+    case key_type::text:
+      return text_data.substr(static_cast<std::size_t>(offsets[i]),
+                              static_cast<std::size_t>(offsets[i + 1] - offsets[i]));
+  }
+  return {};
+}
+
+void file_closer::operator()(std::FILE* f) const {
+  if (f != stdin) std::fclose(f);
+}
+
+file_ptr open_for_reading(const std::string& path, const char* what) {
+  if (path == "-") return file_ptr(stdin);
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) fail_io(path, std::string("cannot open ") + what);
+  struct stat st {};
+  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+    std::fclose(f);
+    errno = EISDIR;
+    fail_io(path, std::string("cannot read ") + what);
+  }
+  return file_ptr(f);
+}
+
+std::unique_ptr<key_reader> key_reader::open(const std::string& path, key_format format) {
+  if (format == key_format::automatic) format = detect_format(path);
+  file_ptr file = open_for_reading(path, "keys file");
+  switch (format) {
+    case key_format::u32:
+    case key_format::u64: {
+      const binary_spec spec = raw_spec(path, file.get(), format == key_format::u32 ? 4 : 8);
+      return std::make_unique<binary_reader>(path, std::move(file), spec);
+    }
+    case key_format::npy: {
+      const binary_spec spec = npy_spec(path, file.get());
+      return std::make_unique<binary_reader>(path, std::move(file), spec);
+    }
+    case key_format::text:
+    case key_format::automatic:
+      break;
+  }
+  return std::make_unique<text_reader>(path, std::move(file));
+}
+
+}  // namespace gbf::cli

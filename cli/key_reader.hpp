@@ -1,0 +1,77 @@
+// Reading keys from files in bounded chunks: raw little-endian uint32/uint64
+// arrays, text with one key per line, and NumPy .npy arrays of integers.
+//
+// A file is never read whole: next() fills a key_chunk with at most
+// `max_keys` keys (and, for text, about 64 MiB of key bytes), reusing the
+// chunk's storage. "-" reads standard input.
+//
+// Text: every line is a key, its bytes without the line ending ("\n" or
+// "\r\n"); an empty line is the empty key; a final newline does not make an
+// extra empty key. Keys hash as byte strings (no length prefix).
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gbf::cli {
+
+/// How a key file is encoded; automatic picks by content and extension (see key_reader::open).
+enum class key_format { automatic, u32, u64, text, npy };
+
+/// What a chunk holds.
+enum class key_type { u32, u64, text };
+
+/// A batch of keys of one type; only the members of that type are used.
+struct key_chunk {
+  key_type type = key_type::u64;
+  bool is_signed = false;              ///< Integers from a signed .npy dtype (printing only).
+  std::vector<std::uint32_t> u32;
+  std::vector<std::uint64_t> u64;
+  std::string text_data;               ///< Text keys' bytes, back to back.
+  std::vector<std::int64_t> offsets;   ///< Text key i is text_data[offsets[i], offsets[i + 1]).
+
+  std::size_t size() const;
+  /// Key i as printed by `query --select`: decimal for integers, the bytes for text.
+  std::string key_string(std::size_t i) const;
+};
+
+/// Closes a std::FILE* it owns (never stdin).
+struct file_closer {
+  void operator()(std::FILE* f) const;
+};
+using file_ptr = std::unique_ptr<std::FILE, file_closer>;
+
+/// Opens `path` ("-" = stdin) for reading; io_error naming the file when it cannot.
+file_ptr open_for_reading(const std::string& path, const char* what);
+
+class key_reader {
+ public:
+  /// Opens the key file `path` as `format`. automatic: "-" is text; a file starting
+  /// with the .npy magic is npy; extensions .u32 and .u64 are raw arrays of that width;
+  /// .bin, .raw and .dat are refused (the key width is unknown: pass --keys-format);
+  /// anything else is text. Throws io_error / format_error naming the file.
+  static std::unique_ptr<key_reader> open(const std::string& path, key_format format);
+
+  virtual ~key_reader() = default;
+  /// Fills `chunk` with the next keys (at most max_keys); false when none are left.
+  virtual bool next(key_chunk& chunk, std::size_t max_keys) = 0;
+  /// Keys in the file when known without reading it (raw and .npy files), else nullopt.
+  virtual std::optional<std::uint64_t> known_count() const = 0;
+  /// Counts the keys, reading the file if need be (text: counts lines); the reader
+  /// then starts again from the first key. Throws for standard input, which cannot be re-read.
+  virtual std::uint64_t count_keys() = 0;
+  /// The type of the keys this reader yields.
+  virtual key_type type() const = 0;
+
+  const std::string& path() const { return path_; }
+
+ protected:
+  explicit key_reader(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
+
+}  // namespace gbf::cli

@@ -1,0 +1,68 @@
+#include "cli/progress.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+namespace gbf::cli {
+
+std::string with_commas(std::uint64_t n) {
+  std::string digits = std::to_string(n);
+  for (std::size_t i = digits.size(); i > 3; i -= 3) digits.insert(i - 3, ",");
+  return digits;
+}
+
+std::string human(double x) {
+  static const char* const units[] = {"", " k", " M", " G", " T"};
+  std::size_t unit = 0;
+  while (x >= 1000 && unit + 1 < sizeof units / sizeof units[0]) {
+    x /= 1000;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, unit == 0 ? "%.0f%s" : "%.3g%s", x, units[unit]);
+  return text;
+}
+
+progress::progress(std::string verb, std::optional<std::uint64_t> total, bool quiet)
+    : verb_(std::move(verb)), total_(total), quiet_(quiet), bar_(!quiet && isatty(2) == 1) {}
+
+double progress::seconds() const {
+  return std::chrono::duration<double>(clock::now() - start_).count();
+}
+
+void progress::advance(std::uint64_t keys) {
+  done_ += keys;
+  if (!bar_ || clock::now() - last_draw_ < std::chrono::milliseconds(100)) return;
+  last_draw_ = clock::now();
+  draw();
+}
+
+void progress::draw() {
+  const double s = seconds();
+  std::string line = "\r" + verb_ + " " + with_commas(done_);
+  if (total_ && *total_ > 0) {
+    constexpr int width = 30;
+    const double fraction = std::min(1.0, static_cast<double>(done_) / static_cast<double>(*total_));
+    const int filled = static_cast<int>(width * fraction);
+    line += " / " + with_commas(*total_) + " keys [" + std::string(filled, '#') +
+            std::string(width - filled, ' ') + "]";
+  } else {
+    line += " keys";
+  }
+  line += "  " + human(s > 0 ? static_cast<double>(done_) / s : 0) + " keys/s";
+  std::fputs(line.c_str(), stderr);
+  std::fflush(stderr);
+}
+
+void progress::finish(const std::string& detail) {
+  if (bar_) std::fputs("\r\033[K", stderr);
+  if (quiet_) return;
+  const double s = seconds();
+  std::fprintf(stderr, "gbf: %s %s keys in %.2f s (%s keys/s)%s\n", verb_.c_str(),
+               with_commas(done_).c_str(), s,
+               human(s > 0 ? static_cast<double>(done_) / s : 0).c_str(), detail.c_str());
+}
+
+}  // namespace gbf::cli

@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# CLI tests: run the gbf binary on small files, check outputs and exit codes.
+# Usage: test_cli.sh path/to/gbf
+set -u
+GBF=$1
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+cd "$WORK"
+failures=0
+
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# expect_rc RC CMD...: runs CMD (stdout -> out, stderr -> err), checks its exit code.
+expect_rc() {
+  local want=$1; shift
+  "$@" >out 2>err
+  local got=$?
+  [[ $got == "$want" ]] || fail "exit $got (want $want): $* -- stderr: $(cat err)"
+}
+expect_err() { grep -q -- "$1" err || fail "stderr lacks '$1': $(cat err)"; }
+expect_out() { [[ "$(cat out)" == "$1" ]] || fail "stdout is '$(cat out)', want '$1'"; }
+
+# Key files: raw u32/u64 arrays, .npy (v1, <i8 and <u4), text.
+python3 - <<'PY'
+import struct
+def npy(path, descr, fmt, values, fortran=False):
+    header = "{'descr': '%s', 'fortran_order': %s, 'shape': (%d,), }" % (descr, fortran, len(values))
+    header += ' ' * (63 - (10 + len(header)) % 64) + '\n'
+    with open(path, 'wb') as f:
+        f.write(b'\x93NUMPY\x01\x00' + struct.pack('<H', len(header)) + header.encode())
+        f.write(struct.pack('<%d%s' % (len(values), fmt), *values))
+open('k.u64', 'wb').write(struct.pack('<1000Q', *range(1000)))
+open('absent.u64', 'wb').write(struct.pack('<1000Q', *range(10**9, 10**9 + 1000)))
+open('k.u32', 'wb').write(struct.pack('<500I', *range(7, 507)))
+open('odd.u64', 'wb').write(b'\0' * 13)
+npy('k.npy', '<i8', 'q', list(range(-100, 100)))
+npy('k4.npy', '<u4', 'I', list(range(300)))
+npy('f.npy', '<f8', 'd', [1.0, 2.0])
+npy('big.npy', '>i8', 'q', [1])
+npy('fortran.npy', '<i8', 'q', [1], fortran=True)
+open('k.txt', 'w').write(''.join('key-%d\n' % i for i in range(300)))
+open('mixed.txt', 'wb').write(b'alpha\r\nbeta\n\ngamma')
+PY
+
+# --- create / add / query on u64 --------------------------------------------
+expect_rc 0 "$GBF" create --capacity 1000 --fpp 0.01 -o a.gbf
+expect_rc 0 "$GBF" add a.gbf k.u64 --keys-format u64 --verify
+expect_err "added 1,000 keys"
+expect_err "0 mismatches, 0 false negatives"
+expect_rc 0 "$GBF" query a.gbf k.u64 --keys-format u64 --count
+expect_out 1000
+expect_rc 0 "$GBF" query a.gbf k.u64 --keys-format u64 --count --chunk-keys 7 --verify
+expect_out 1000
+expect_rc 0 "$GBF" query a.gbf k.u64 --keys-format u64 --select
+[[ "$(cat out)" == "$(seq 0 999)" ]] || fail "--select does not list keys 0..999"
+expect_rc 0 "$GBF" query a.gbf k.u64 --keys-format u64 --select --row-numbers --chunk-keys 300
+[[ "$(cat out)" == "$(seq 0 999)" ]] || fail "--row-numbers does not list rows 0..999"
+expect_rc 0 "$GBF" query a.gbf absent.u64 --keys-format u64
+grep -Eq '^[0-9]+ of 1,000 keys may be present$' out || fail "default query output: $(cat out)"
+absent_hits=$(cut -d' ' -f1 out)
+(( absent_hits < 50 )) || fail "$absent_hits of 1000 absent keys hit a 1% filter"
+
+# --out: bytes, bitmap, text
+expect_rc 0 "$GBF" query a.gbf k.u64 --keys-format u64 --out r.bytes
+[[ $(stat -c %s r.bytes) == 1000 ]] || fail "--out bytes size"
+[[ $(od -An -v -tu1 r.bytes | tr -s ' \n' '\n' | sort -u | grep -c .) == 1 && \
+   $(od -An -N1 -tu1 r.bytes | tr -d ' ') == 1 ]] || fail "--out bytes are not all 1"
+expect_rc 0 "$GBF" query a.gbf k.u64 --keys-format u64 --out r.bits --out-format bitmap --chunk-keys 13
+[[ $(stat -c %s r.bits) == 125 ]] || fail "--out bitmap size"
+[[ $(od -An -v -tx1 r.bits | tr -s ' \n' '\n' | sort -u | grep .) == ff ]] || fail "--out bitmap not all ones"
+printf '\x00\x00\x00\x00\x00\x00\x00\x00\x00\xca\x9a\x3b\x00\x00\x00\x00' >two.u64  # 0 (in), 1e9 (absent)
+expect_rc 0 "$GBF" query a.gbf two.u64 --keys-format u64 --out r.txt --out-format text
+[[ "$(head -1 r.txt)" == 1 && $(wc -l <r.txt) == 2 ]] || fail "--out text: $(cat r.txt)"
+
+# --- info ---------------------------------------------------------------------
+expect_rc 0 "$GBF" info a.gbf
+grep -q '^capacity: *1,000 keys$' out || fail "info capacity"
+grep -q '^keys inserted: *1,000' out || fail "info keys inserted"
+grep -q '^layout: *8 words/block, 8 bits/key, seed 0' out || fail "info layout"
+grep -q 'WARNING' out && fail "info warns on a filter within capacity"
+expect_rc 0 "$GBF" info a.gbf --json
+python3 -c "import json,sys; d=json.load(open('out')); assert d['keys_inserted']==1000 and not d['over_capacity']" \
+  || fail "info --json"
+
+# Over capacity: 1000 keys in a filter sized for 100.
+expect_rc 0 "$GBF" create --capacity 100 -o small.gbf -q
+expect_rc 0 "$GBF" add small.gbf k.u64 --keys-format u64 -q
+expect_err "over capacity"
+expect_rc 0 "$GBF" info small.gbf
+grep -q '^WARNING: over capacity' out || fail "info lacks the over-capacity warning"
+
+# --- build from u32, npy, text -------------------------------------------------
+expect_rc 0 "$GBF" build k.u32 -o b32.gbf --verify
+expect_rc 0 "$GBF" info b32.gbf
+grep -q '^capacity: *500 keys$' out || fail "build sized from the key count"
+expect_rc 0 "$GBF" query b32.gbf k.u32 --count -q
+expect_out 500
+expect_rc 0 "$GBF" build k.npy -o npy.gbf --fpp 0.001
+expect_rc 0 "$GBF" query npy.gbf k.npy --select -q
+[[ "$(cat out)" == "$(seq -100 99)" ]] || fail "npy --select prints signed keys"
+expect_rc 0 "$GBF" build k4.npy -o npy4.gbf --capacity 1000
+expect_rc 0 "$GBF" query npy4.gbf k4.npy --count -q
+expect_out 300
+# A <i8 .npy key and a raw u64 key with the same bytes are the same key.
+python3 -c "import struct; open('neg.u64','wb').write(struct.pack('<q', -5))"
+expect_rc 0 "$GBF" query npy.gbf neg.u64 --count -q
+expect_out 1
+
+expect_rc 0 "$GBF" build k.txt -o txt.gbf --verify
+expect_rc 0 "$GBF" query txt.gbf k.txt --count -q --chunk-keys 17
+expect_out 300
+expect_rc 0 "$GBF" build mixed.txt -o mixed.gbf --layout 16/16
+printf 'alpha\nbeta\n\ngamma\nbeta\r\ndelta\n' >probe.txt
+expect_rc 0 "$GBF" query mixed.gbf probe.txt --select --row-numbers -q
+expect_out "$(printf '0\n1\n2\n3\n4')"
+printf 'gamma\nalpha\n' | "$GBF" query mixed.gbf - --select -q >out 2>err
+expect_out "$(printf 'gamma\nalpha')"
+
+# --- merge / intersect -----------------------------------------------------------
+expect_rc 0 "$GBF" create --capacity 1000 -o m1.gbf -q
+expect_rc 0 "$GBF" create --capacity 1000 -o m2.gbf -q
+head -c 4000 k.u64 >first.u64
+tail -c 4000 k.u64 >second.u64
+expect_rc 0 "$GBF" add m1.gbf first.u64 --keys-format u64 -q
+expect_rc 0 "$GBF" add m2.gbf second.u64 --keys-format u64 -q
+expect_rc 0 "$GBF" merge m1.gbf m2.gbf -o union.gbf
+expect_rc 0 "$GBF" query union.gbf k.u64 --keys-format u64 --count -q
+expect_out 1000
+expect_rc 0 "$GBF" intersect union.gbf m1.gbf -o inter.gbf
+expect_rc 0 "$GBF" query inter.gbf first.u64 --keys-format u64 --count -q
+expect_out 500
+expect_rc 1 "$GBF" merge a.gbf small.gbf -o bad.gbf
+expect_err "^gbf: .*layout"
+[[ -e bad.gbf ]] && fail "merge of mismatched layouts wrote a file"
+
+# --- Parquet SBBF -----------------------------------------------------------------
+expect_rc 0 "$GBF" create --capacity 1000 --parquet-compatible --format parquet-sbbf -o p.sbbf
+[[ $(stat -c %s p.sbbf) == 2064 ]] || fail "parquet-sbbf with header: $(stat -c %s p.sbbf) bytes, want 16 + 2048"
+expect_rc 0 "$GBF" build k.u64 --keys-format u64 --parquet-compatible --format parquet-sbbf --no-header -o p.bin
+[[ $(stat -c %s p.bin) == 2048 ]] || fail "parquet-sbbf without header: $(stat -c %s p.bin) bytes"
+expect_rc 0 "$GBF" query p.bin k.u64 --keys-format u64 --format parquet-sbbf --no-header --count -q
+expect_out 1000
+expect_rc 0 "$GBF" add p.sbbf k.u64 --keys-format u64 --format parquet-sbbf -q
+expect_rc 0 "$GBF" query p.sbbf k.u64 --keys-format u64 --format parquet-sbbf --count -q
+expect_out 1000
+expect_rc 0 "$GBF" info p.sbbf --format parquet-sbbf
+grep -q '^capacity: *unknown$' out || fail "parquet info capacity"
+# The same keys give the same bits with and without the header: bitset = file minus 16 bytes.
+cmp <(tail -c 2048 p.sbbf) p.bin || fail "header + bitset differs from the bare bitset"
+expect_rc 1 "$GBF" create --capacity 1000 --layout 16/16 --format parquet-sbbf -o p16.sbbf
+expect_err "words_per_block is 16, Parquet needs 8"
+expect_rc 1 "$GBF" create --capacity 1000 --format parquet-sbbf -o pnp.sbbf
+expect_err "not a power of two"
+expect_rc 1 "$GBF" query k.u64 k.u64 --format parquet-sbbf --keys-format u64
+
+# --- usage errors (exit 2) ------------------------------------------------------
+expect_rc 2 "$GBF" frobnicate
+expect_rc 2 "$GBF"
+expect_rc 2 "$GBF" create --capacity 10
+expect_err "output"
+expect_rc 2 "$GBF" create --capacity 10 --fpp 0 -o x.gbf
+expect_err "fpp"
+expect_rc 2 "$GBF" create --capacity 10 --fpp 1.5 -o x.gbf
+expect_rc 2 "$GBF" create --capacity 0 -o x.gbf
+expect_err "capacity"
+expect_rc 2 "$GBF" create --capacity 10 --layout 3/3 -o x.gbf
+expect_rc 2 "$GBF" create --capacity 10 --layout 16/16 --parquet-compatible -o x.gbf
+expect_rc 2 "$GBF" query a.gbf k.u64 --count --select
+expect_rc 2 "$GBF" query a.gbf k.u64 --keys-format u128
+expect_rc 2 "$GBF" build - -o x.gbf
+expect_err "capacity"
+[[ -e x.gbf ]] && fail "a usage error wrote a file"
+expect_rc 0 "$GBF" query --help
+grep -q -- "--select" out || fail "query --help lacks --select"
+
+# --- runtime errors (exit 1) ----------------------------------------------------
+expect_rc 1 "$GBF" info missing.gbf
+expect_err "^gbf: .*missing.gbf"
+expect_rc 1 "$GBF" query a.gbf missing.u64
+expect_err "missing.u64"
+cp a.gbf corrupt.gbf
+printf '\xff' | dd of=corrupt.gbf bs=1 seek=100 conv=notrunc 2>/dev/null
+expect_rc 1 "$GBF" info corrupt.gbf
+expect_err "checksum"
+expect_rc 1 "$GBF" query corrupt.gbf k.u64 --keys-format u64
+expect_err "corrupt.gbf"
+expect_rc 1 "$GBF" query a.gbf odd.u64
+expect_err "odd.u64.*13 bytes is not a multiple of 8"
+expect_rc 1 "$GBF" query a.gbf f.npy
+expect_err "f.npy.*'<f8'"
+expect_rc 1 "$GBF" query a.gbf big.npy
+expect_err "big-endian"
+expect_rc 1 "$GBF" query a.gbf fortran.npy
+expect_err "Fortran"
+cp k.u64 k.bin
+expect_rc 1 "$GBF" query a.gbf k.bin
+expect_err "keys-format"
+expect_rc 1 "$GBF" info k.txt
+expect_err "bad magic"
+
+if (( failures > 0 )); then
+  echo "$failures failure(s)"
+  exit 1
+fi
+echo "all CLI tests passed"
