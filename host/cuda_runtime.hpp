@@ -46,28 +46,28 @@ void pinned_release(void* p) noexcept;
 /// Multiplies `count` by `size`, throwing allocation_error if the product overflows size_t.
 std::size_t checked_bytes(std::size_t count, std::size_t size);
 
-/// An owning array of `T` in device memory (cudaMalloc: 256-byte aligned). Uninitialized.
-template <class T>
-class device_buffer {
+/// An owning, uninitialized array of `T` in memory that `Allocate` hands out and
+/// `Release` takes back; move-only. The two kinds below are the only users.
+template <class T, void* (*Allocate)(std::size_t), void (*Release)(void*) noexcept>
+class owning_array {
  public:
-  device_buffer() noexcept = default;
-  explicit device_buffer(std::size_t count)
-      : data_(count == 0 ? nullptr
-                         : static_cast<T*>(device_allocate(checked_bytes(count, sizeof(T))))),
+  owning_array() noexcept = default;
+  explicit owning_array(std::size_t count)
+      : data_(count == 0 ? nullptr : static_cast<T*>(Allocate(checked_bytes(count, sizeof(T))))),
         size_(count) {}
-  device_buffer(device_buffer&& other) noexcept
+  owning_array(owning_array&& other) noexcept
       : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
-  device_buffer& operator=(device_buffer&& other) noexcept {
+  owning_array& operator=(owning_array&& other) noexcept {
     if (this != &other) {
-      device_release(data_);
+      Release(data_);
       data_ = std::exchange(other.data_, nullptr);
       size_ = std::exchange(other.size_, 0);
     }
     return *this;
   }
-  device_buffer(const device_buffer&) = delete;
-  device_buffer& operator=(const device_buffer&) = delete;
-  ~device_buffer() { device_release(data_); }
+  owning_array(const owning_array&) = delete;
+  owning_array& operator=(const owning_array&) = delete;
+  ~owning_array() { Release(data_); }
 
   T* data() const noexcept { return data_; }
   std::size_t size() const noexcept { return size_; }
@@ -78,38 +78,14 @@ class device_buffer {
   std::size_t size_ = 0;
 };
 
-/// An owning array of `T` in page-locked host memory (cudaMallocHost), the only
-/// host memory cudaMemcpyAsync copies without staging it first. Uninitialized.
+/// An array of `T` in device memory (cudaMalloc: 256-byte aligned).
 template <class T>
-class pinned_buffer {
- public:
-  pinned_buffer() noexcept = default;
-  explicit pinned_buffer(std::size_t count)
-      : data_(count == 0 ? nullptr
-                         : static_cast<T*>(pinned_allocate(checked_bytes(count, sizeof(T))))),
-        size_(count) {}
-  pinned_buffer(pinned_buffer&& other) noexcept
-      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
-  pinned_buffer& operator=(pinned_buffer&& other) noexcept {
-    if (this != &other) {
-      pinned_release(data_);
-      data_ = std::exchange(other.data_, nullptr);
-      size_ = std::exchange(other.size_, 0);
-    }
-    return *this;
-  }
-  pinned_buffer(const pinned_buffer&) = delete;
-  pinned_buffer& operator=(const pinned_buffer&) = delete;
-  ~pinned_buffer() { pinned_release(data_); }
+using device_buffer = owning_array<T, device_allocate, device_release>;
 
-  T* data() const noexcept { return data_; }
-  std::size_t size() const noexcept { return size_; }
-  std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
-
- private:
-  T* data_ = nullptr;
-  std::size_t size_ = 0;
-};
+/// An array of `T` in page-locked host memory (cudaMallocHost), the only host
+/// memory cudaMemcpyAsync copies without staging it first.
+template <class T>
+using pinned_buffer = owning_array<T, pinned_allocate, pinned_release>;
 
 /// An owning CUDA stream created with cudaStreamNonBlocking: it never
 /// synchronizes implicitly with the legacy default stream.

@@ -86,36 +86,16 @@ class xxh64_stream {
 
   std::uint64_t digest() const {
     using namespace detail;
-    std::uint64_t h;
-    if (total_ >= stripe) {
-      h = rotl64(lanes_[0], 1) + rotl64(lanes_[1], 7) + rotl64(lanes_[2], 12) +
-          rotl64(lanes_[3], 18);
-      for (std::uint64_t lane : lanes_) h = xxh64_merge_round(h, lane);
-    } else {
-      h = xxh_prime64_5;  // seed 0
-    }
-    h += total_;
-    const std::uint8_t* p = buffer_.data();
-    const std::uint8_t* const end = p + buffered_;
-    for (; p + 8 <= end; p += 8) h = xxh64_tail8(h, load_le64(p));
-    if (p + 4 <= end) {
-      h = xxh64_tail4(h, load_le32(p));
-      p += 4;
-    }
-    for (; p < end; ++p) h = xxh64_tail1(h, *p);
-    return xxh64_avalanche(h);
+    const std::uint64_t h = total_ >= stripe ? xxh64_converge(lanes_) : xxh_prime64_5;  // seed 0
+    return xxh64_finish(h + total_, buffer_.data(), buffered_);
   }
 
  private:
   static constexpr std::size_t stripe = 32;
 
-  void consume_stripe(const std::uint8_t* p) {
-    for (int i = 0; i < 4; ++i) lanes_[i] = detail::xxh64_round(lanes_[i], detail::load_le64(p + 8 * i));
-  }
+  void consume_stripe(const std::uint8_t* p) { detail::xxh64_consume_stripe(lanes_, p); }
 
-  // Seed-0 lane initial values of the xxh64 spec.
-  std::array<std::uint64_t, 4> lanes_{detail::xxh_prime64_1 + detail::xxh_prime64_2,
-                                      detail::xxh_prime64_2, 0, 0 - detail::xxh_prime64_1};
+  detail::xxh64_lanes lanes_ = detail::xxh64_init_lanes(0);
   std::array<std::uint8_t, stripe> buffer_{};
   std::size_t buffered_ = 0;
   std::uint64_t total_ = 0;

@@ -81,10 +81,6 @@ GBF_HD GBF_FORCEINLINE std::uint32_t load_le32(const unsigned char* p) {
   return v;
 }
 
-}  // namespace detail
-
-namespace detail {
-
 /// The four stripe accumulators of xxh64 (spec step 1), for inputs of 32 bytes or more.
 struct xxh64_lanes {
   std::uint64_t v[4];
@@ -92,6 +88,14 @@ struct xxh64_lanes {
 GBF_HD GBF_FORCEINLINE constexpr xxh64_lanes xxh64_init_lanes(std::uint64_t seed) {
   return {{seed + xxh_prime64_1 + xxh_prime64_2, seed + xxh_prime64_2, seed,
            seed - xxh_prime64_1}};
+}
+
+/// Spec step 2: feeds one 32-byte stripe at `p`, 8 bytes to each lane.
+GBF_HD GBF_FORCEINLINE void xxh64_consume_stripe(xxh64_lanes& lanes, const unsigned char* p) {
+  lanes.v[0] = xxh64_round(lanes.v[0], load_le64(p));
+  lanes.v[1] = xxh64_round(lanes.v[1], load_le64(p + 8));
+  lanes.v[2] = xxh64_round(lanes.v[2], load_le64(p + 16));
+  lanes.v[3] = xxh64_round(lanes.v[3], load_le64(p + 24));
 }
 
 /// Spec step 3: the converged accumulator of the four lanes (before the length is added).
@@ -129,10 +133,7 @@ GBF_HD inline std::uint64_t xxh64(const void* data, std::size_t len, std::uint64
     xxh64_lanes lanes = xxh64_init_lanes(seed);
     const unsigned char* const last_stripe = p + len - 32;
     do {
-      lanes.v[0] = xxh64_round(lanes.v[0], load_le64(p));
-      lanes.v[1] = xxh64_round(lanes.v[1], load_le64(p + 8));
-      lanes.v[2] = xxh64_round(lanes.v[2], load_le64(p + 16));
-      lanes.v[3] = xxh64_round(lanes.v[3], load_le64(p + 24));
+      xxh64_consume_stripe(lanes, p);
       p += 32;
     } while (p <= last_stripe);
     h = xxh64_converge(lanes);
