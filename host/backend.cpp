@@ -18,6 +18,10 @@ void backend_impl::contains_async(const key_batch&, bool*, stream_t) const {
 void backend_impl::count_async(const key_batch&, std::uint64_t*, stream_t) const {
   gpu_only("count_async");
 }
+void backend_impl::select_async(const key_batch&, std::uint64_t*, std::uint64_t*,
+                                stream_t) const {
+  gpu_only("select_async");
+}
 const std::uint32_t* backend_impl::device_words() const { gpu_only("device_words"); }
 
 }  // namespace gbf::detail

@@ -36,6 +36,8 @@ struct key_batch {
   // String keys only.
   const void* offsets = nullptr;
   std::size_t data_bytes = 0;
+  // String keys, and integer keys of select / select_async (the other integer
+  // operations never set it).
   const std::uint8_t* validity = nullptr;
   std::size_t validity_bit = 0;
 
@@ -87,6 +89,10 @@ class backend_impl {
   virtual void contains(const key_batch& keys, bool* found) const = 0;
   /// Number of keys whose bits are all set.
   virtual std::uint64_t count(const key_batch& keys) const = 0;
+  /// Writes the ascending indices of the non-null keys whose bits are all set to
+  /// `rows` (room for keys.count, in keys.space) and returns how many. Validity
+  /// applies to every key kind here.
+  virtual std::uint64_t select(const key_batch& keys, std::uint64_t* rows) const = 0;
 
   /// Zeroes the bit array.
   virtual void clear() = 0;
@@ -105,6 +111,9 @@ class backend_impl {
   virtual void add_async(const key_batch& keys, stream_t stream);
   virtual void contains_async(const key_batch& keys, bool* found, stream_t stream) const;
   virtual void count_async(const key_batch& keys, std::uint64_t* count, stream_t stream) const;
+  /// select on the caller's stream; the number of rows goes to device memory `count`.
+  virtual void select_async(const key_batch& keys, std::uint64_t* rows, std::uint64_t* count,
+                            stream_t stream) const;
   virtual const std::uint32_t* device_words() const;
 };
 

@@ -206,6 +206,31 @@ class cpu_backend final : public backend_impl {
     return run_keys(kernel_op::count, keys, nullptr, key_parts(keys));
   }
 
+  // Each thread compacts its key range [b_t, e_t) in place into rows[b_t ..]
+  // (branch-free: see kernel_op::select); then the per-thread runs move down, in
+  // thread order, to follow one another. A run only moves left (its destination,
+  // the hits of earlier ranges, is at most b_t), so memmove in order is safe.
+  std::uint64_t select(const key_batch& keys, std::uint64_t* rows) const override {
+    const unsigned parts = key_parts(keys);
+    const std::vector<std::uint64_t> bounds = key_bounds(keys, parts);
+    std::vector<std::uint64_t> counts(parts);
+    with_hashes(keys, [&](auto hash_of, auto kernel) {
+      run_in_ranges(bounds, [&](unsigned part, std::uint64_t begin, std::uint64_t end) {
+        auto job = make_job(kernel_op::select, hash_of, begin, end, nullptr, keys);
+        job.rows = rows;
+        counts[part] = kernel(job);
+      });
+      return std::uint64_t{0};
+    });
+    std::uint64_t total = counts[0];
+    for (unsigned part = 1; part < parts; ++part) {
+      if (counts[part] != 0 && total != bounds[part])
+        std::memmove(rows + total, rows + bounds[part], counts[part] * sizeof(std::uint64_t));
+      total += counts[part];
+    }
+    return total;
+  }
+
   void clear() override { std::memset(words_.get(), 0, layout_.size_bytes()); }
 
   void combine(const backend_impl& other, set_op op) override {

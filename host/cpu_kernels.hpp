@@ -36,6 +36,7 @@ enum class kernel_op {
   add_new,     ///< results[i] = some bit of key i was missing; then OR its masks in.
   contains,    ///< results[i] = every bit of key i is set.
   count,       ///< Returns how many keys have every bit set.
+  select,      ///< Writes the indices of the present keys to rows + begin, in order; returns how many.
 };
 
 /// Hash of key i of a caller's batch.
@@ -88,6 +89,9 @@ struct range_job {
   /// Null keys are skipped: never added, never counted, their results untouched.
   const std::uint8_t* validity = nullptr;
   std::size_t validity_bit = 0;
+  /// select: the batch's row index array (room for every key); this job writes its
+  /// hits to rows[begin ..], which stays inside [begin, end).
+  std::uint64_t* rows = nullptr;
 };
 
 /// The portable block kernel: masks from gbf::block_masks, one word at a time.
@@ -283,6 +287,17 @@ std::uint64_t run_range(const range_job<Hashes>& job) {
         present += Block::contains(block, h, k) ? 1 : 0;
       });
       break;
+    case kernel_op::select: {
+      // Branch-free compaction: always write, advance by the answer. The c-th
+      // write lands at rows[begin + c] with c <= i - begin, so inside [begin, i].
+      std::uint64_t* const out = job.rows + job.begin;
+      for_each_key<Block>(job, [k, out, &present](std::size_t i, std::uint64_t h,
+                                                  std::uint32_t* block) {
+        out[present] = i;
+        present += Block::contains(block, h, k) ? 1 : 0;
+      });
+      break;
+    }
   }
   return present;
 }

@@ -189,6 +189,47 @@ class cuda_backend final : public backend_impl {
     return hits;
   }
 
+  // Host keys: the pipeline's contains answers, compacted on the host (validity
+  // applied there for integer keys; the string kernels are null-aware already).
+  // Device keys: gpu::select on the internal stream, the count copied back.
+  std::uint64_t select(const key_batch& keys, std::uint64_t* rows) const override {
+    if (keys.count == 0) return 0;
+    if (keys.space == memory_space::host) {
+      std::unique_ptr<bool[]> found(new bool[keys.count]);
+      if (keys.is_string()) {
+        contains_strings(keys, found.get());
+      } else {
+        run_host(keys, batch_op::contains, found.get(), nullptr);
+      }
+      std::uint64_t c = 0;
+      for (std::size_t i = 0; i < keys.count; ++i) {
+        rows[c] = i;
+        c += (found[i] && key_valid(keys.validity, keys.validity_bit, i)) ? 1 : 0;
+      }
+      return c;
+    }
+    if (keys.is_string()) {
+      report_async_string_error("select");
+      check_device_offsets(keys, "select");
+    }
+    std::uint64_t selected = 0;
+    run_on_main([&](cudaStream_t s) {
+      gpu::select(layout_, words_.data(), keys, rows, counter_.data(), s);
+      GBF_CUDA_TRY(cudaMemcpyAsync(&selected, counter_.data(), sizeof(selected),
+                                   cudaMemcpyDeviceToHost, s));
+    });
+    return selected;
+  }
+
+  void select_async(const key_batch& keys, std::uint64_t* rows, std::uint64_t* count,
+                    stream_t stream) const override {
+    require_device(keys, "select_async");
+    if (keys.is_string())
+      throw invalid_argument("select_async: string keys are not supported; use select");
+    gpu::select(layout_, words_.data(), keys, rows, count, stream);
+    async_done_.record(stream);
+  }
+
   void add_async(const key_batch& keys, stream_t stream) override {
     require_device(keys, "add_async");
     if (keys.is_string()) {

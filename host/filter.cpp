@@ -259,6 +259,44 @@ std::uint64_t filter::count_impl(const void* keys, std::size_t n, key_kind kind)
   return n == 0 ? 0 : impl_->count(batch);
 }
 
+// The validity bitmap of an integer select must live where the keys do.
+static void check_validity(const char* what, const key_batch& keys, const std::uint8_t* validity) {
+  if (validity == nullptr || keys.count == 0) return;
+  const memory_space space = detail::locate(validity);
+  if (space != keys.space)
+    throw invalid_argument(std::string(what) + ": keys are in " + space_name(keys.space) +
+                           " memory but validity is in " + space_name(space) +
+                           " memory; both must be in the same memory space");
+}
+
+std::uint64_t filter::select_impl(const void* keys, std::size_t n, key_kind kind,
+                                  const std::uint8_t* validity, std::uint64_t* rows) const {
+  key_batch batch = make_batch("select", keys, n, kind);
+  check_results("select", batch, rows);
+  check_validity("select", batch, validity);
+  if (n == 0) return 0;
+  batch.validity = validity;
+  return impl_->select(batch, rows);
+}
+
+void filter::select_async_impl(const void* keys, std::size_t n, key_kind kind,
+                               const std::uint8_t* validity, std::uint64_t* rows,
+                               std::uint64_t* count, stream_t stream) const {
+  if (count == nullptr) throw invalid_argument("select_async: count is null");
+  key_batch batch = make_batch("select_async", keys, n, kind);
+  check_results("select_async", batch, rows);
+  check_validity("select_async", batch, validity);
+  batch.validity = validity;
+  impl_->select_async(batch, rows, count, stream);
+}
+
+std::uint64_t filter::select_strings(const detail::string_input& keys,
+                                     std::uint64_t* rows) const {
+  const key_batch batch = make_string_batch("select", keys);
+  check_results("select", batch, rows);
+  return batch.count == 0 ? 0 : impl_->select(batch, rows);
+}
+
 void filter::add_async_impl(const void* keys, std::size_t n, key_kind kind, stream_t stream) {
   impl_->add_async(make_batch("add_async", keys, n, kind), stream);
   keys_added_ += n;

@@ -13,6 +13,8 @@
 #include <cooperative_groups.h>
 #include <cub/block/block_reduce.cuh>
 #include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_select.cuh>
+#include <thrust/iterator/counting_iterator.h>
 
 #include <algorithm>
 #include <type_traits>
@@ -70,6 +72,16 @@ __global__ void __launch_bounds__(block_threads)
   counter_t hits = 0;
   for (std::size_t i = first_index(); i < n; i += grid_stride()) hits += filter.contains(keys[i]);
   add_block_total(hits, counter);
+}
+
+// select, step 1: flags[i] = key i is non-null and may be present.
+template <std::uint32_t W, class Key>
+__global__ void __launch_bounds__(block_threads)
+    select_flags_kernel(device_ref<W> filter, const Key* __restrict__ keys, std::size_t n,
+                        const std::uint8_t* __restrict__ validity, std::size_t validity_bit,
+                        bool* __restrict__ flags) {
+  for (std::size_t i = first_index(); i < n; i += grid_stride())
+    flags[i] = key_valid(validity, validity_bit, i) && filter.contains(keys[i]);
 }
 
 // Where add_new's kernels get key i's hash and whether it is null: integer
@@ -613,6 +625,52 @@ void combine_words(std::uint32_t* dst, const std::uint32_t* src, std::uint64_t n
   } else {
     launch<combine_kernel<word_op::bit_and>>(work, stream, dst, src, num_words);
   }
+}
+
+// select: a flag per key (select_flags_kernel, or the string contains kernel,
+// which is null-aware), then cub::DeviceSelect::Flagged over the row numbers
+// 0..n-1 (a counting iterator): stable, so the rows come out ascending, and the
+// count is written on the device. The flags and CUB's temporary storage are one
+// stream-ordered allocation (cudaMallocAsync / cudaFreeAsync), so nothing here
+// synchronizes.
+void select(const layout& l, const std::uint32_t* words, const key_batch& keys,
+            std::uint64_t* rows, std::uint64_t* count, cudaStream_t stream) {
+  const std::size_t n = keys.count;
+  if (n == 0) {
+    GBF_CUDA_TRY(cudaMemsetAsync(count, 0, sizeof(std::uint64_t), stream));
+    return;
+  }
+  const thrust::counting_iterator<std::uint64_t> row_numbers(0);
+  std::size_t temp_bytes = 0;
+  GBF_CUDA_TRY(cub::DeviceSelect::Flagged(nullptr, temp_bytes, row_numbers,
+                                          static_cast<const bool*>(nullptr), rows, count,
+                                          static_cast<std::int64_t>(n), stream));
+  const std::size_t flag_bytes = aligned(n);
+  void* scratch = nullptr;
+  GBF_CUDA_TRY(cudaMallocAsync(&scratch, flag_bytes + temp_bytes, stream));
+  try {
+    auto* flags = static_cast<bool*>(scratch);
+    if (keys.is_string()) {
+      contains_strings(l, words, keys, flags, nullptr, stream);
+    } else {
+      auto* bits = const_cast<std::uint32_t*>(words);
+      dispatch(l, keys.kind, [&](auto w, auto key) {
+        using Key = decltype(key);
+        constexpr std::uint32_t W = decltype(w)::value;
+        launch<select_flags_kernel<W, Key>>(n, stream, device_ref<W>(bits, l),
+                                            static_cast<const Key*>(keys.data), n, keys.validity,
+                                            keys.validity_bit, flags);
+      });
+    }
+    GBF_CUDA_TRY(cub::DeviceSelect::Flagged(static_cast<unsigned char*>(scratch) + flag_bytes,
+                                            temp_bytes, row_numbers,
+                                            static_cast<const bool*>(flags), rows, count,
+                                            static_cast<std::int64_t>(n), stream));
+  } catch (...) {
+    cudaFreeAsync(scratch, stream);
+    throw;
+  }
+  GBF_CUDA_TRY(cudaFreeAsync(scratch, stream));
 }
 
 void popcount(const std::uint32_t* words, std::uint64_t num_words, std::uint64_t* counter,

@@ -107,6 +107,13 @@ std::size_t add_new_strings_scratch_bytes(const layout& l, std::size_t max_keys)
 void add_new_strings(const layout& l, std::uint32_t* words, const key_batch& keys, bool* is_new,
                      void* scratch, std::size_t scratch_bytes, cudaStream_t stream);
 
+/// Writes the ascending indices of the non-null keys whose bits are all set to
+/// `rows` (room for keys.count) and their number to *count, both device memory.
+/// Integer or string keys (device memory; string offsets already checked). Uses
+/// stream-ordered allocations for its scratch; never synchronizes.
+void select(const layout& l, const std::uint32_t* words, const key_batch& keys,
+            std::uint64_t* rows, std::uint64_t* count, cudaStream_t stream);
+
 /// dst[i] = dst[i] op src[i] for i < num_words (both 16-byte aligned).
 void combine_words(std::uint32_t* dst, const std::uint32_t* src, std::uint64_t num_words,
                    word_op op, cudaStream_t stream);

@@ -5,7 +5,7 @@
 # backend, without it the CPU backend alone.
 set -euo pipefail
 
-packages=(cmake make g++ libgtest-dev libgmock-dev libbenchmark-dev libxxhash-dev libcli11-dev)
+packages=(cmake make g++ libgtest-dev libgmock-dev libbenchmark-dev libxxhash-dev libcli11-dev gnuplot-nox)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -21,3 +21,4 @@ fi
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
   echo "setup: nvcc found in /usr/local/cuda/bin" >&2
 fi
+python3 -c 'import duckdb' 2>/dev/null || python3 -m pip install --quiet duckdb  # tests/join/check_duckdb.sh

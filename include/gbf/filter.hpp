@@ -188,6 +188,36 @@ class filter {
     return count_impl(keys, n, detail::key_kind_of<Key>());
   }
 
+  /// Join prefilter: writes to `row_indices`, in ascending order, the index i of every
+  /// key that may be present, and returns how many it wrote (a semi-join reduction:
+  /// rows not written are definitely absent). `row_indices` has room for n indices and
+  /// lives in the keys' memory space. On the CPU: the probe and a branch-free
+  /// compaction per thread, then an ordered copy. On the GPU: device keys are probed
+  /// and compacted on the device (cub::DeviceSelect::Flagged over row numbers); host
+  /// keys stream through the pipeline and are compacted on the host.
+  template <class Key>
+  std::uint64_t select(const Key* keys, std::size_t n, std::uint64_t* row_indices) const {
+    return select_impl(keys, n, detail::key_kind_of<Key>(), nullptr, row_indices);
+  }
+  /// Null-aware select: `validity` is an Arrow bitmap (bit i of key i, LSB first, in the
+  /// keys' memory space; null = all valid). Null keys are never selected.
+  template <class Key>
+  std::uint64_t select(const Key* keys, std::size_t n, const std::uint8_t* validity,
+                       std::uint64_t* row_indices) const {
+    return select_impl(keys, n, detail::key_kind_of<Key>(), validity, row_indices);
+  }
+  /// Stream-ordered select of device keys (GPU backend only): ascending row indices to
+  /// `device_row_indices` (room for n) and their number to `device_count` (device
+  /// memory, one uint64). Returns before the work finishes; the count stays on the
+  /// device, as with CUB. `device_validity` (may be null) is an Arrow bitmap in device memory.
+  template <class Key>
+  void select_async(const Key* device_keys, std::size_t n, std::uint64_t* device_row_indices,
+                    std::uint64_t* device_count, stream_t stream,
+                    const std::uint8_t* device_validity = nullptr) const {
+    select_async_impl(device_keys, n, detail::key_kind_of<Key>(), device_validity,
+                      device_row_indices, device_count, stream);
+  }
+
   /// Stream-ordered add of device-resident keys (GPU backend only; throws wrong_backend).
   template <class Key>
   void add_async(const Key* device_keys, std::size_t n, stream_t stream) {
@@ -238,6 +268,12 @@ class filter {
   std::uint64_t count(const string_keys<Offset>& keys) const {
     return count_strings(detail::erase(keys));
   }
+  /// Ascending indices of the non-null keys that may be present (see select above);
+  /// `row_indices` has room for keys.count indices, in the keys' memory space.
+  template <class Offset>
+  std::uint64_t select(const string_keys<Offset>& keys, std::uint64_t* row_indices) const {
+    return select_strings(detail::erase(keys), row_indices);
+  }
   /// Stream-ordered add of device-resident string keys (GPU backend only). The
   /// offsets are checked on the device before any bit is written; a bad batch
   /// adds nothing, and the next synchronous string operation on this filter
@@ -285,6 +321,12 @@ class filter {
   void add_new_impl(const void* keys, std::size_t n, detail::key_kind kind, bool* is_new);
   void contains_impl(const void* keys, std::size_t n, detail::key_kind kind, bool* found) const;
   std::uint64_t count_impl(const void* keys, std::size_t n, detail::key_kind kind) const;
+  std::uint64_t select_impl(const void* keys, std::size_t n, detail::key_kind kind,
+                            const std::uint8_t* validity, std::uint64_t* rows) const;
+  void select_async_impl(const void* keys, std::size_t n, detail::key_kind kind,
+                         const std::uint8_t* validity, std::uint64_t* rows,
+                         std::uint64_t* count, stream_t stream) const;
+  std::uint64_t select_strings(const detail::string_input& keys, std::uint64_t* rows) const;
   void add_async_impl(const void* keys, std::size_t n, detail::key_kind kind, stream_t stream);
   void contains_async_impl(const void* keys, std::size_t n, detail::key_kind kind, bool* found,
                            stream_t stream) const;
