@@ -1,4 +1,4 @@
-// The gbf command: CLI11 wiring only; the work is in demo.cpp and commands.cpp.
+// The gbf command: CLI11 wiring only; the work is in demo.cpp, bench.cpp and commands.cpp.
 //
 // Exit codes: 0 success, 1 runtime failure, 2 usage error. Errors go to stderr
 // prefixed "gbf: ".
@@ -12,8 +12,10 @@
 #include <tuple>
 #include <vector>
 
+#include "cli/bench.hpp"
 #include "cli/commands.hpp"
 #include "cli/demo.hpp"
+#include "cli/join.hpp"
 #include "gbf/error.hpp"
 
 namespace {
@@ -119,6 +121,28 @@ int main(int argc, char** argv) {
   demo_cmd->add_flag("!--no-verify", demo.verify, "Skip recomputing GPU answers on the CPU");
   demo_cmd->final_callback([&] { command = [&] { return run_demo(demo); }; });
 
+  bench_options bench;
+  CLI::App* bench_cmd = app.add_subcommand(
+      "bench", "CPU vs GPU: keys/s over batch and filter sizes, FPR, verification, crossover");
+  bench_cmd->add_option("--batches", bench.batches, "Batch sizes, e.g. 1e3,1e5 (default 1e3..1e7; --full 1e3..1e9)")
+      ->delimiter(',');
+  bench_cmd->add_option("--filter-mib", bench.filter_mib, "Filter sizes in MiB (default 1,64; --full 1,64,512,4096)")
+      ->delimiter(',');
+  bench_cmd->add_option("--ops", bench.ops, "Operations: add,contains (default both)")
+      ->delimiter(',')->check(CLI::IsMember({"add", "contains"}));
+  bench_cmd->add_option("--backends", bench.backends,
+                        "cpu1,cpu,gpu-device,gpu-host (default: every available one)")
+      ->delimiter(',')->check(CLI::IsMember({"cpu1", "cpu", "gpu-device", "gpu-host"}));
+  bench_cmd->add_option("--repeat", bench.repeat, "Timed runs per row after a warm-up; the median is reported")
+      ->check(CLI::Range(1u, 1000u));
+  bench_cmd->add_option("--fpp", bench.fpp, "FPR the filter is filled to before contains rows, in (0, 1)")
+      ->check(CLI::Range(1e-9, 0.999999));
+  bench_cmd->add_option("--threads", bench.threads, "Threads of the 'cpu' backend (0 = all)");
+  bench_cmd->add_flag("--full", bench.full, "Full sweep: batches 1e3..1e9, filters 1..4096 MiB");
+  bench_cmd->add_option("--json", bench.json, "Write the results as JSON to this file");
+  bench_cmd->add_option("--plot", bench.plot, "Write a PNG plot (keys/s vs batch size) with gnuplot");
+  bench_cmd->final_callback([&] { command = [&] { return run_bench(bench); }; });
+
   create_args create;
   CLI::App* create_cmd = app.add_subcommand("create", "Create an empty filter sized for --capacity keys at --fpp");
   add_sizing_options(create_cmd, create.sizing, "Distinct keys the filter is sized for")->required();
@@ -196,6 +220,20 @@ int main(int argc, char** argv) {
     add_run_options(cmd, args->run);
     cmd->final_callback([&command, args = args, run = run] { command = [args, run] { return run(*args); }; });
   }
+
+  join_args join;
+  CLI::App* join_cmd = app.add_subcommand(
+      "join", "TPC-H-like join: prefilter lineitem with a filter on the qualifying orders, vs no filter");
+  join_cmd->add_option("--sf", join.sf, "Scale factor (1 = 1.5M orders, ~6M lineitems)");
+  join_cmd->add_option("--selectivity", join.selectivity, "Fraction of orders passing the date predicate, in (0, 1]");
+  join_cmd->add_option("--seed", join.seed, "Data generation seed");
+  join_cmd->add_option("--backend", join.where, "Where the filter runs: auto (GPU if present), gpu or cpu")
+      ->transform(CLI::CheckedTransformer(backends, CLI::ignore_case));
+  join_cmd->add_option("--threads", join.threads, "CPU threads (0 = all hardware threads)");
+  join_cmd->add_option("--fpp", join.fpp, "Filter target false-positive rate, in (0, 1)");
+  join_cmd->add_option("--export-csv", join.export_csv, "Write orders.csv and lineitem.csv to this directory");
+  join_cmd->add_flag("--json", join.json, "One JSON object instead of text");
+  join_cmd->final_callback([&] { command = [&] { return run_join(join); }; });
 
   try {
     app.parse(argc, argv);
