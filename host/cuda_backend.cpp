@@ -575,23 +575,9 @@ class cuda_backend final : public backend_impl {
         slot.done.record(s);
         first += n;
       }
-      for (pipeline_slot& slot : slots_) retire(slot);
-      if (op == batch_op::count) {
-        *hits = 0;
-        for (pipeline_slot& slot : slots_) {
-          std::uint64_t slot_hits = 0;
-          GBF_CUDA_TRY(cudaMemcpyAsync(&slot_hits, slot.counter.data(), sizeof(slot_hits),
-                                       cudaMemcpyDeviceToHost, slot.work.get()));
-          slot.work.synchronize();
-          *hits += slot_hits;
-        }
-      }
+      drain_pipeline(op, hits);
     } catch (...) {
-      for (pipeline_slot& slot : slots_) {
-        settle(slot.work.get());
-        slot.pending_results = nullptr;
-        slot.pending_count = 0;
-      }
+      abandon_pipeline();
       throw;
     }
   }
@@ -651,6 +637,31 @@ class cuda_backend final : public backend_impl {
   }
 
   // Waits for the slot's last chunk and hands its results to the caller.
+  // Waits for every slot, delivers their last results and, for count, sums the
+  // slots' counters into *hits.
+  void drain_pipeline(batch_op op, std::uint64_t* hits) const {
+    for (pipeline_slot& slot : slots_) retire(slot);
+    if (op != batch_op::count) return;
+    *hits = 0;
+    for (pipeline_slot& slot : slots_) {
+      std::uint64_t slot_hits = 0;
+      GBF_CUDA_TRY(cudaMemcpyAsync(&slot_hits, slot.counter.data(), sizeof(slot_hits),
+                                   cudaMemcpyDeviceToHost, slot.work.get()));
+      slot.work.synchronize();
+      *hits += slot_hits;
+    }
+  }
+
+  // After a failure: lets every queued copy and kernel finish (they read the
+  // caller's arrays) and forgets results that will never be delivered.
+  void abandon_pipeline() const noexcept {
+    for (pipeline_slot& slot : slots_) {
+      settle(slot.work.get());
+      slot.pending_results = nullptr;
+      slot.pending_count = 0;
+    }
+  }
+
   static void retire(pipeline_slot& slot) {
     slot.done.synchronize();
     if (slot.pending_results != nullptr) {
@@ -726,25 +737,9 @@ class cuda_backend final : public backend_impl {
         }
         slot.done.record(s);
       }
-      for (pipeline_slot& slot : slots_) retire(slot);
-      if (op == batch_op::count) {
-        *hits = 0;
-        for (pipeline_slot& slot : slots_) {
-          std::uint64_t slot_hits = 0;
-          GBF_CUDA_TRY(cudaMemcpyAsync(&slot_hits, slot.counter.data(), sizeof(slot_hits),
-                                       cudaMemcpyDeviceToHost, slot.work.get()));
-          slot.work.synchronize();
-          *hits += slot_hits;
-        }
-      }
+      drain_pipeline(op, hits);
     } catch (...) {
-      // Let every queued copy and kernel finish (they read the caller's arrays)
-      // and forget results that will never be delivered.
-      for (pipeline_slot& slot : slots_) {
-        settle(slot.work.get());
-        slot.pending_results = nullptr;
-        slot.pending_count = 0;
-      }
+      abandon_pipeline();
       throw;
     }
   }

@@ -319,8 +319,7 @@ verify_report filter::verify_impl(const void* keys, std::size_t n, key_kind kind
                                   const bool* found) const {
   const key_batch batch = make_batch("verify_contains", keys, n, kind);
   check_results("verify_contains", batch, found);
-  verify_report report;
-  if (n == 0) return report;
+  if (n == 0) return {};
 
   // Bring keys and answers to the host when they live on the device.
   std::vector<unsigned char> host_keys;
@@ -337,21 +336,7 @@ verify_report filter::verify_impl(const void* keys, std::size_t n, key_kind kind
     host_found = reinterpret_cast<const bool*>(host_found_bytes.data());
   }
 
-  // The CPU twin: same layout, same bits, recomputed with the scalar reference kernel.
-  auto cpu = detail::make_cpu_backend(layout_, cpu_simd::scalar, 0, nullptr);
-  const std::vector<std::uint32_t> bits = words();
-  cpu->write_words(bits.data());
-  std::unique_ptr<bool[]> expected(new bool[n]);
-  cpu->contains(host_batch, expected.get());
-
-  report.keys_checked = n;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (expected[i] != host_found[i]) {
-      if (report.mismatches == 0) report.first_mismatch = i;
-      ++report.mismatches;
-    }
-  }
-  return report;
+  return verify_on_cpu(host_batch, host_found);
 }
 
 void filter::add_strings(const detail::string_input& keys) {
@@ -402,9 +387,8 @@ void filter::count_strings_async(const detail::string_input& keys, std::uint64_t
 verify_report filter::verify_strings(const detail::string_input& keys, const bool* found) const {
   const key_batch batch = make_string_batch("verify_contains", keys);
   check_results("verify_contains", batch, found);
-  verify_report report;
   const std::size_t n = batch.count;
-  if (n == 0) return report;
+  if (n == 0) return {};
 
   // Bring offsets, bytes, bitmap and answers to the host when they live on the device.
   std::vector<unsigned char> host_offsets, host_data, host_validity, host_found_bytes;
@@ -431,14 +415,20 @@ verify_report filter::verify_strings(const detail::string_input& keys, const boo
     check_host_offsets("verify_contains", host_batch);
   }
 
+  return verify_on_cpu(host_batch, host_found);
+}
+
+verify_report filter::verify_on_cpu(const key_batch& host_batch, const bool* host_found) const {
+  // The CPU twin: same layout, same bits, recomputed with the scalar reference kernel.
   auto cpu = detail::make_cpu_backend(layout_, cpu_simd::scalar, 0, nullptr);
   const std::vector<std::uint32_t> bits = words();
   cpu->write_words(bits.data());
-  std::unique_ptr<bool[]> expected(new bool[n]);
+  std::unique_ptr<bool[]> expected(new bool[host_batch.count]);
   cpu->contains(host_batch, expected.get());
 
-  report.keys_checked = n;
-  for (std::size_t i = 0; i < n; ++i) {
+  verify_report report;
+  report.keys_checked = host_batch.count;
+  for (std::size_t i = 0; i < host_batch.count; ++i) {
     if (expected[i] != host_found[i]) {
       if (report.mismatches == 0) report.first_mismatch = i;
       ++report.mismatches;

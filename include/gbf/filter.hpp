@@ -107,6 +107,7 @@ struct string_keys {
 
 namespace detail {
 class backend_impl;
+struct key_batch;
 /// u32/u64: integer keys; str32/str64: string_keys with int32/int64 offsets.
 enum class key_kind { u32, u64, str32, str64 };
 template <class Key>
@@ -344,6 +345,8 @@ class filter {
   void count_strings_async(const detail::string_input& keys, std::uint64_t* count,
                            stream_t stream) const;
   verify_report verify_strings(const detail::string_input& keys, const bool* found) const;
+  /// Recomputes contains for a host batch on a scalar CPU copy of the bits.
+  verify_report verify_on_cpu(const detail::key_batch& host_batch, const bool* host_found) const;
   void combine(const filter& other, bool is_union);
 
   layout layout_;
