@@ -18,7 +18,4 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
-  echo "setup: nvcc found in /usr/local/cuda/bin" >&2
-fi
 python3 -c 'import duckdb' 2>/dev/null || python3 -m pip install --quiet duckdb  # tests/join/check_duckdb.sh
