@@ -44,6 +44,8 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/synthetic_keys.hpp"
+#include "cli/text.hpp"
 #include "gbf/filter.hpp"
 #if defined(GBF_HAS_CUDA)
 #include "host/cuda_runtime.hpp"
@@ -59,26 +61,6 @@ namespace {
 // Disjoint counter ranges: fill keys [0, capacity), add keys, probe keys.
 constexpr std::uint64_t add_base = 1ULL << 48;
 constexpr std::uint64_t probe_base = 1ULL << 49;
-
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
-/// out[i] = splitmix64(first + i), i < n, on `threads` threads.
-void make_keys(std::uint64_t* out, std::uint64_t first, std::size_t n, unsigned threads) {
-  const std::size_t per = (n + threads - 1) / threads;
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads && t * per < n; ++t) {
-    pool.emplace_back([=] {
-      const std::size_t end = std::min(n, (t + 1) * per);
-      for (std::size_t i = t * per; i < end; ++i) out[i] = splitmix64(first + i);
-    });
-  }
-  for (std::thread& th : pool) th.join();
-}
 
 template <class F>
 double seconds_of(F&& work) {
@@ -137,12 +119,6 @@ std::uint64_t bits_digest(const filter& f) {
 // Formatting
 // ---------------------------------------------------------------------------
 
-std::string grouped(std::uint64_t n) {
-  std::string s = std::to_string(n);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<std::size_t>(i), ",");
-  return s;
-}
-
 std::string fmt(const char* format, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, format, v);
@@ -165,25 +141,10 @@ std::string human_time(double s) {
 std::string human_batch(std::uint64_t n) {
   const double e = std::log10(static_cast<double>(n));
   if (n >= 1000 && std::fabs(e - std::round(e)) < 1e-9) return "1e" + std::to_string(std::lround(e));
-  return grouped(n);
+  return with_commas(n);
 }
 
 std::string mib_text(double mib) { return fmt("%g MiB", mib); }
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt("\\u%04x", static_cast<unsigned char>(c));
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
 
 std::string json_number(double v) {
   if (!std::isfinite(v)) return "null";
@@ -348,8 +309,8 @@ class bench {
     add_keys_.resize(max_batch);
     probe_keys_.resize(max_batch);
     found_.reset(new bool[max_batch]);
-    make_keys(add_keys_.data(), add_base, max_batch, gen_threads_);
-    make_keys(probe_keys_.data(), probe_base, max_batch, gen_threads_);
+    make_distinct_keys(add_keys_.data(), add_base, max_batch, gen_threads_);
+    make_distinct_keys(probe_keys_.data(), probe_base, max_batch, gen_threads_);
   }
 
   std::vector<row> rows;
@@ -377,7 +338,7 @@ class bench {
     std::vector<std::uint64_t> chunk(std::min<std::uint64_t>(c.capacity, 1ULL << 24));
     for (std::uint64_t start = 0; start < c.capacity; start += chunk.size()) {
       const std::size_t m = static_cast<std::size_t>(std::min<std::uint64_t>(chunk.size(), c.capacity - start));
-      make_keys(chunk.data(), start, m, gen_threads_);
+      make_distinct_keys(chunk.data(), start, m, gen_threads_);
       f.add(chunk.data(), m);
     }
   }
@@ -409,8 +370,8 @@ class bench {
       const std::uint64_t free_bytes = device_free_bytes();
       if (free_bytes < c.shape.size_bytes() + (64ULL << 20)) {
         note(std::string("skipped ") + id_of(e) + " with the " + mib_text(c.mib) + " filter: " +
-             "needs " + grouped(c.shape.size_bytes() >> 20) + " MiB of device memory, " +
-             grouped(free_bytes >> 20) + " MiB free");
+             "needs " + with_commas(c.shape.size_bytes() >> 20) + " MiB of device memory, " +
+             with_commas(free_bytes >> 20) + " MiB free");
         return;
       }
     }
@@ -434,7 +395,7 @@ class bench {
         // No false negatives among (a sample of) the fill keys.
         const std::size_t sample = static_cast<std::size_t>(std::min<std::uint64_t>(c.capacity, 1ULL << 20));
         std::vector<std::uint64_t> keys(sample);
-        make_keys(keys.data(), 0, sample, gen_threads_);
+        make_distinct_keys(keys.data(), 0, sample, gen_threads_);
         fill_found_ = f.count(keys.data(), sample) == sample;
       } else {
         f.clear();
@@ -463,8 +424,8 @@ class bench {
       const std::uint64_t free_bytes = device_free_bytes();
       if (free_bytes < need) {
         note("skipped " + std::string(id_of(e)) + " " + to_string(o) + " batch " + human_batch(b) +
-             " (" + mib_text(c.mib) + " filter): needs " + grouped(need >> 20) +
-             " MiB of device memory, " + grouped(free_bytes >> 20) + " MiB free");
+             " (" + mib_text(c.mib) + " filter): needs " + with_commas(need >> 20) +
+             " MiB of device memory, " + with_commas(free_bytes >> 20) + " MiB free");
         return;
       }
       device_keys = detail::device_buffer<std::uint64_t>(n);
@@ -515,7 +476,7 @@ class bench {
                                      : "bits and answers = " + ref.by;
       if (is_gpu(e)) {
         const verify_report v = f.verify_contains(keys, n, found);
-        check(r, v.ok(), grouped(v.mismatches) + " answers differ when recomputed on the CPU");
+        check(r, v.ok(), with_commas(v.mismatches) + " answers differ when recomputed on the CPU");
         r.checked += ", recomputed on the CPU";
       }
     }
@@ -643,9 +604,9 @@ void print_table(const std::vector<row>& rows, const std::vector<filter_case>& c
   for (const filter_case& c : cases) {
     for (const op o : ops) {
       std::printf("\n%s, %s filter (%s blocks of %u B", to_string(o), mib_text(c.mib).c_str(),
-                  grouped(c.shape.num_blocks).c_str(), c.shape.words_per_block * 4);
+                  with_commas(c.shape.num_blocks).c_str(), c.shape.words_per_block * 4);
       if (o == op::contains)
-        std::printf("; filled with %s keys, predicted FPR %.3f%%", grouped(c.capacity).c_str(),
+        std::printf("; filled with %s keys, predicted FPR %.3f%%", with_commas(c.capacity).c_str(),
                     100 * c.predicted_fpr);
       std::printf(")\n");
       std::printf("  %-6s %-10s %10s %12s %8s  %-18s %s\n", "batch", "backend", "time/call", "keys/s",
@@ -676,7 +637,7 @@ void print_table(const std::vector<row>& rows, const std::vector<filter_case>& c
         } else {
           std::printf("  crossover %-10s %s", id_of(x.gpu), x.text.c_str());
           if (std::isfinite(x.model_batch))
-            std::printf(" (cost model: from %s keys)", grouped(static_cast<std::uint64_t>(std::ceil(std::max(1.0, x.model_batch)))).c_str());
+            std::printf(" (cost model: from %s keys)", with_commas(static_cast<std::uint64_t>(std::ceil(std::max(1.0, x.model_batch)))).c_str());
           std::printf("\n");
         }
       }
@@ -895,8 +856,8 @@ int run_bench(const bench_options& opts) {
     // plus a CPU filter and one host copy of its words, plus 512 MiB of slack.
     while (!cases.empty() && 2 * cases.back().shape.size_bytes() + (512ULL << 20) > avail * 9 / 10) {
       const std::string text = "skipped the " + mib_text(cases.back().mib) + " filter: needs " +
-                               grouped((2 * cases.back().shape.size_bytes() + (512ULL << 20)) >> 20) +
-                               " MiB of host memory, " + grouped(avail >> 20) + " MiB available";
+                               with_commas((2 * cases.back().shape.size_bytes() + (512ULL << 20)) >> 20) +
+                               " MiB of host memory, " + with_commas(avail >> 20) + " MiB available";
       std::fprintf(stderr, "gbf bench: %s\n", text.c_str());
       skipped.push_back(text);
       cases.pop_back();
@@ -905,8 +866,8 @@ int run_bench(const bench_options& opts) {
     const std::uint64_t fixed = 2 * cases.back().shape.size_bytes() + (512ULL << 20);
     while (!batches.empty() && fixed + 17 * batches.back() > avail * 9 / 10) {
       const std::string text = "skipped batch " + human_batch(batches.back()) + ": needs " +
-                               grouped((fixed + 17 * batches.back()) >> 20) + " MiB of host memory, " +
-                               grouped(avail >> 20) + " MiB available";
+                               with_commas((fixed + 17 * batches.back()) >> 20) + " MiB of host memory, " +
+                               with_commas(avail >> 20) + " MiB available";
       std::fprintf(stderr, "gbf bench: %s\n", text.c_str());
       skipped.push_back(text);
       batches.pop_back();

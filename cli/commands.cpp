@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/progress.hpp"
+#include "cli/text.hpp"
 #include "gbf/io.hpp"
 
 namespace gbf::cli {
@@ -254,23 +255,6 @@ void check_stdout() {
 // ---------------------------------------------------------------------------
 // info
 // ---------------------------------------------------------------------------
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
 
 std::string format_name(const filter_file& file) {
   if (file.format == filter_format::parquet_sbbf)

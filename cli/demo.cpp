@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli/synthetic_keys.hpp"
 #include "gbf/filter.hpp"
 #if defined(GBF_HAS_CUDA)
 #include "host/cuda_runtime.hpp"
@@ -23,20 +24,9 @@
 namespace gbf::cli {
 namespace {
 
-// SplitMix64's finalizer is a bijection on 64-bit integers, so keys made from
-// distinct counters are distinct: counters [0, n) are inserted and counters
-// [n, n + probes) are guaranteed absent, which makes every hit among them a
-// false positive.
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
 std::vector<std::uint64_t> make_keys(std::uint64_t first_counter, std::size_t n) {
   std::vector<std::uint64_t> keys(n);
-  for (std::size_t i = 0; i < n; ++i) keys[i] = splitmix64(first_counter + i);
+  make_distinct_keys(keys.data(), first_counter, n);
   return keys;
 }
 

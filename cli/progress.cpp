@@ -7,24 +7,6 @@
 
 namespace gbf::cli {
 
-std::string with_commas(std::uint64_t n) {
-  std::string digits = std::to_string(n);
-  for (std::size_t i = digits.size(); i > 3; i -= 3) digits.insert(i - 3, ",");
-  return digits;
-}
-
-std::string human(double x) {
-  static const char* const units[] = {"", " k", " M", " G", " T"};
-  std::size_t unit = 0;
-  while (x >= 1000 && unit + 1 < sizeof units / sizeof units[0]) {
-    x /= 1000;
-    ++unit;
-  }
-  char text[32];
-  std::snprintf(text, sizeof text, unit == 0 ? "%.0f%s" : "%.3g%s", x, units[unit]);
-  return text;
-}
-
 progress::progress(std::string verb, std::optional<std::uint64_t> total, bool quiet)
     : verb_(std::move(verb)), total_(total), quiet_(quiet), bar_(!quiet && isatty(2) == 1) {}
 

@@ -8,13 +8,9 @@
 #include <optional>
 #include <string>
 
+#include "cli/text.hpp"
+
 namespace gbf::cli {
-
-/// 1234567 -> "1,234,567".
-std::string with_commas(std::uint64_t n);
-
-/// 8.3e6 -> "8.3 M" (k, M, G); below 1000 the plain number.
-std::string human(double x);
 
 class progress {
  public:

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support.hpp"
 #include "gbf/error.hpp"
 #include "gbf/hash.hpp"
 #include "gbf/layout.hpp"
@@ -19,6 +20,8 @@
 
 namespace gbf::detail {
 namespace {
+
+using gbf::test::random_keys;
 
 // Big enough that 4 threads each get a full share (the backend gives a thread
 // at least 64 Ki keys).
@@ -51,14 +54,6 @@ layout with_blocks(layout l, std::uint64_t num_blocks) {
 std::string name_of(const layout& l) {
   return "W=" + std::to_string(l.words_per_block) + " k=" + std::to_string(l.bits_per_key) +
          " blocks=" + std::to_string(l.num_blocks);
-}
-
-template <class Key>
-std::vector<Key> random_keys(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<Key> keys(n);
-  for (Key& key : keys) key = static_cast<Key>(rng());
-  return keys;
 }
 
 template <class Key>

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "tests/support.hpp"
 #include "gbf/error.hpp"
 #include "gbf/filter.hpp"
 #include "gbf/hash.hpp"
@@ -28,6 +29,8 @@
 #include "gbf/layout.hpp"
 
 namespace {
+
+using gbf::test::random_keys;
 
 namespace fs = std::filesystem;
 using bytes = std::vector<std::uint8_t>;
@@ -65,13 +68,6 @@ bytes le_bytes(const std::vector<std::uint32_t>& words) {
   bytes out(words.size() * 4);
   for (std::size_t i = 0; i < words.size(); ++i) put_le(out, 4 * i, words[i], 4);
   return out;
-}
-
-std::vector<std::uint64_t> random_keys(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<std::uint64_t> keys(n);
-  for (auto& k : keys) k = rng();
-  return keys;
 }
 
 // A filter of layout `l` (capacity 1000) holding 300 random keys.

@@ -10,22 +10,17 @@
 #include <string>
 #include <vector>
 
+#include "tests/support.hpp"
 #include "gbf/filter.hpp"
 
 namespace {
+
+using gbf::test::random_keys;
 
 gbf::options on_cpu() {
   gbf::options opts;
   opts.where = gbf::backend::cpu;
   return opts;
-}
-
-template <class Key>
-std::vector<Key> random_keys(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<Key> keys(n);
-  for (auto& k : keys) k = static_cast<Key>(rng());
-  return keys;
 }
 
 std::vector<bool> answers(const gbf::filter& f, const std::vector<std::uint64_t>& keys) {

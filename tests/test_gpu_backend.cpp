@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support.hpp"
 #include "gbf/error.hpp"
 #include "gbf/filter.hpp"
 #include "host/backend.hpp"
@@ -21,6 +22,8 @@
 
 namespace gbf::detail {
 namespace {
+
+using gbf::test::random_keys;
 
 // Pipeline geometry small enough that test batches span many chunks and wrap
 // around every slot several times.
@@ -37,14 +40,6 @@ class GpuBackend : public ::testing::Test {
 
 std::unique_ptr<backend_impl> cpu_reference(const layout& l) {
   return make_cpu_backend(l, cpu_simd::scalar, 1, nullptr);
-}
-
-template <class Key>
-std::vector<Key> random_keys(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<Key> keys(n);
-  for (Key& key : keys) key = static_cast<Key>(rng());
-  return keys;
 }
 
 template <class Key>

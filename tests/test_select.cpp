@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support.hpp"
 #include "gbf/error.hpp"
 #include "gbf/filter.hpp"
 
@@ -21,13 +22,7 @@
 namespace gbf {
 namespace {
 
-template <class Key>
-std::vector<Key> random_keys(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<Key> keys(n);
-  for (Key& key : keys) key = static_cast<Key>(rng());
-  return keys;
-}
+using gbf::test::random_keys;
 
 // Half the probes are added keys, half random (absent but for false positives).
 template <class Key>

@@ -1,0 +1,42 @@
+#include "cli/text.hpp"
+
+#include <cstdio>
+
+namespace gbf::cli {
+
+std::string with_commas(std::uint64_t n) {
+  std::string digits = std::to_string(n);
+  for (std::size_t i = digits.size(); i > 3; i -= 3) digits.insert(i - 3, ",");
+  return digits;
+}
+
+std::string human(double x) {
+  static const char* const units[] = {"", " k", " M", " G", " T"};
+  std::size_t unit = 0;
+  while (x >= 1000 && unit + 1 < sizeof units / sizeof units[0]) {
+    x /= 1000;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, unit == 0 ? "%.0f%s" : "%.3g%s", x, units[unit]);
+  return text;
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace gbf::cli
