@@ -4,7 +4,10 @@
 # GoogleTest, Google Benchmark, libxxhash or CLI11, and cannot fetch them):
 #   build/device/  a Release build for sm_90 (H100/H200), built here
 #   .devlib/       the shared libraries those binaries need beyond glibc
-# Both paths are git-ignored; pass them as the device tool's `carry`.
+# Both are git-ignored. Carry the binaries, not the whole build (its objects
+# pass the 64 MiB limit): the device tool's `carry` takes at most 8 paths, e.g.
+#   .devlib build/device/tests/gbf_tests build/device/cli/gbf
+#   build/device/bench/gbf_bench_gpu build/device/bench/gbf_bench_strings
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
