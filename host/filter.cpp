@@ -24,13 +24,6 @@ const char* space_name(memory_space space) {
   return space == memory_space::device ? "device" : "host";
 }
 
-// Describes a caller's key array; `what` names the operation in errors.
-key_batch make_batch(const char* what, const void* keys, std::size_t n, key_kind kind) {
-  if (n > 0 && keys == nullptr)
-    throw invalid_argument(std::string(what) + ": keys is null but n = " + std::to_string(n));
-  return key_batch{keys, n, kind, n > 0 ? detail::locate(keys) : memory_space::host};
-}
-
 // Results must live where the keys live: the backends write them in place.
 void check_results(const char* what, const key_batch& keys, const void* results) {
   if (keys.count == 0) return;
@@ -66,11 +59,13 @@ void check_host_offsets(const char* what, const key_batch& keys) {
   }
 }
 
-// Describes a caller's string batch and checks what can be checked where it lives:
-// pointers and memory spaces always, offsets when they are in host memory (the
-// GPU backend checks device offsets before it writes a bit).
-key_batch make_string_batch(const char* what, const detail::string_input& in) {
-  const std::string prefix = std::string(what) + ": string keys: ";
+bool is_string(key_kind kind) { return kind == key_kind::str32 || kind == key_kind::str64; }
+
+// Describes a caller's batch and checks what can be checked where it lives:
+// pointers and memory spaces always, string offsets when they are in host memory
+// (the GPU backend checks device offsets before it writes a bit). `what` names
+// the operation in errors.
+key_batch make_batch(const char* what, const detail::key_input& in) {
   key_batch batch;
   batch.kind = in.kind;
   batch.count = in.count;
@@ -79,27 +74,67 @@ key_batch make_string_batch(const char* what, const detail::string_input& in) {
   batch.offsets = in.offsets;
   batch.validity = in.validity;
   if (in.count == 0) return batch;
-  if (in.offsets == nullptr)
+  const bool strings = is_string(in.kind);
+  const std::string prefix = std::string(what) + (strings ? ": string keys: " : ": ");
+  if (strings && in.offsets == nullptr)
     throw invalid_argument(prefix + "offsets is null but count = " + std::to_string(in.count));
-  if (in.data == nullptr && in.data_bytes > 0)
+  if (strings && in.data == nullptr && in.data_bytes > 0)
     throw invalid_argument(prefix + "data is null but data_bytes = " +
                            std::to_string(in.data_bytes));
-  batch.space = detail::locate(in.offsets);
+  if (!strings && in.data == nullptr)
+    throw invalid_argument(prefix + "keys is null but n = " + std::to_string(in.count));
+  const char* anchor = strings ? "offsets" : "keys";
+  batch.space = detail::locate(strings ? in.offsets : in.data);
   const auto same_space = [&](const void* p, const char* name) {
     if (p == nullptr) return;
     const memory_space space = detail::locate(p);
     if (space != batch.space)
-      throw invalid_argument(prefix + "offsets are in " + space_name(batch.space) +
+      throw invalid_argument(prefix + anchor + " are in " + space_name(batch.space) +
                              " memory but " + name + " is in " + space_name(space) +
                              " memory; all must be in the same memory space");
   };
-  same_space(in.data, "data");
+  if (strings) same_space(in.data, "data");
   same_space(in.validity, "validity");
-  if (batch.space == memory_space::host) check_host_offsets(what, batch);
+  if (strings && batch.space == memory_space::host) check_host_offsets(what, batch);
   return batch;
 }
 
-// Keys a string add counts in keys_added: the non-null ones where the bitmap can be
+// A host copy of a device batch (keys or offsets and bytes, the bitmap) and of its
+// answers, for recomputing them on the CPU; a host batch is used in place.
+struct host_view {
+  key_batch batch;
+  const bool* found = nullptr;
+  std::vector<unsigned char> keys, data, validity, answers;
+
+  host_view(const key_batch& b, const bool* device_or_host_found) : batch(b), found(device_or_host_found) {
+    if (b.space == memory_space::host) return;
+    const std::size_t n = b.count;
+    if (is_string(b.kind)) {
+      keys.resize((n + 1) * (b.kind == key_kind::str32 ? 4 : 8));  // the offsets
+      detail::copy_device_to_host(keys.data(), b.offsets, keys.size());
+      data.resize(b.data_bytes);
+      if (!data.empty()) detail::copy_device_to_host(data.data(), b.data, data.size());
+      batch.offsets = keys.data();
+      batch.data = data.data();
+    } else {
+      keys.resize(n * key_bytes(b.kind));
+      detail::copy_device_to_host(keys.data(), b.data, keys.size());
+      batch.data = keys.data();
+    }
+    if (b.validity != nullptr) {
+      validity.resize((n + 7) / 8);
+      detail::copy_device_to_host(validity.data(), b.validity, validity.size());
+      batch.validity = validity.data();
+    }
+    answers.resize(n);
+    detail::copy_device_to_host(answers.data(), device_or_host_found, n);
+    found = reinterpret_cast<const bool*>(answers.data());
+    batch.space = memory_space::host;
+    if (is_string(b.kind)) check_host_offsets("verify_contains", batch);
+  }
+};
+
+// Keys an add counts in keys_added: the non-null ones where the bitmap can be
 // read now (host memory, or device memory in a synchronous call), else all.
 std::uint64_t keys_to_count(const key_batch& batch) {
   if (batch.validity == nullptr || batch.count == 0) return batch.count;
@@ -232,190 +267,72 @@ filter filter::copy_to(backend where, const options& opts) const {
 
 backend filter::where() const noexcept { return impl_->kind(); }
 
-void filter::add_impl(const void* keys, std::size_t n, key_kind kind) {
-  const key_batch batch = make_batch("add", keys, n, kind);
-  if (n == 0) return;
+void filter::add_keys(const detail::key_input& keys) {
+  const key_batch batch = make_batch("add", keys);
+  if (batch.count == 0) return;
   impl_->add(batch);
-  keys_added_ += n;
+  keys_added_ += keys_to_count(batch);
 }
 
-void filter::add_new_impl(const void* keys, std::size_t n, key_kind kind, bool* is_new) {
-  const key_batch batch = make_batch("add_new", keys, n, kind);
+void filter::add_new_keys(const detail::key_input& keys, bool* is_new) {
+  const key_batch batch = make_batch("add_new", keys);
   check_results("add_new", batch, is_new);
-  if (n == 0) return;
+  if (batch.count == 0) return;
   impl_->add_new(batch, is_new);
-  keys_added_ += n;
+  keys_added_ += keys_to_count(batch);
 }
 
-void filter::contains_impl(const void* keys, std::size_t n, key_kind kind, bool* found) const {
-  const key_batch batch = make_batch("contains", keys, n, kind);
+void filter::contains_keys(const detail::key_input& keys, bool* found) const {
+  const key_batch batch = make_batch("contains", keys);
   check_results("contains", batch, found);
-  if (n == 0) return;
+  if (batch.count == 0) return;
   impl_->contains(batch, found);
 }
 
-std::uint64_t filter::count_impl(const void* keys, std::size_t n, key_kind kind) const {
-  const key_batch batch = make_batch("count", keys, n, kind);
-  return n == 0 ? 0 : impl_->count(batch);
+std::uint64_t filter::count_keys(const detail::key_input& keys) const {
+  const key_batch batch = make_batch("count", keys);
+  return batch.count == 0 ? 0 : impl_->count(batch);
 }
 
-// The validity bitmap of an integer select must live where the keys do.
-static void check_validity(const char* what, const key_batch& keys, const std::uint8_t* validity) {
-  if (validity == nullptr || keys.count == 0) return;
-  const memory_space space = detail::locate(validity);
-  if (space != keys.space)
-    throw invalid_argument(std::string(what) + ": keys are in " + space_name(keys.space) +
-                           " memory but validity is in " + space_name(space) +
-                           " memory; both must be in the same memory space");
-}
-
-std::uint64_t filter::select_impl(const void* keys, std::size_t n, key_kind kind,
-                                  const std::uint8_t* validity, std::uint64_t* rows) const {
-  key_batch batch = make_batch("select", keys, n, kind);
-  check_results("select", batch, rows);
-  check_validity("select", batch, validity);
-  if (n == 0) return 0;
-  batch.validity = validity;
-  return impl_->select(batch, rows);
-}
-
-void filter::select_async_impl(const void* keys, std::size_t n, key_kind kind,
-                               const std::uint8_t* validity, std::uint64_t* rows,
-                               std::uint64_t* count, stream_t stream) const {
-  if (count == nullptr) throw invalid_argument("select_async: count is null");
-  key_batch batch = make_batch("select_async", keys, n, kind);
-  check_results("select_async", batch, rows);
-  check_validity("select_async", batch, validity);
-  batch.validity = validity;
-  impl_->select_async(batch, rows, count, stream);
-}
-
-std::uint64_t filter::select_strings(const detail::string_input& keys,
-                                     std::uint64_t* rows) const {
-  const key_batch batch = make_string_batch("select", keys);
+std::uint64_t filter::select_keys(const detail::key_input& keys, std::uint64_t* rows) const {
+  const key_batch batch = make_batch("select", keys);
   check_results("select", batch, rows);
   return batch.count == 0 ? 0 : impl_->select(batch, rows);
 }
 
-void filter::add_async_impl(const void* keys, std::size_t n, key_kind kind, stream_t stream) {
-  impl_->add_async(make_batch("add_async", keys, n, kind), stream);
-  keys_added_ += n;
+void filter::select_keys_async(const detail::key_input& keys, std::uint64_t* rows,
+                               std::uint64_t* count, stream_t stream) const {
+  if (count == nullptr) throw invalid_argument("select_async: count is null");
+  const key_batch batch = make_batch("select_async", keys);
+  check_results("select_async", batch, rows);
+  impl_->select_async(batch, rows, count, stream);
 }
 
-void filter::contains_async_impl(const void* keys, std::size_t n, key_kind kind, bool* found,
-                                 stream_t stream) const {
-  const key_batch batch = make_batch("contains_async", keys, n, kind);
-  check_results("contains_async", batch, found);
-  impl_->contains_async(batch, found, stream);
-}
-
-void filter::count_async_impl(const void* keys, std::size_t n, key_kind kind,
-                              std::uint64_t* count, stream_t stream) const {
-  if (count == nullptr) throw invalid_argument("count_async: count is null");
-  impl_->count_async(make_batch("count_async", keys, n, kind), count, stream);
-}
-
-verify_report filter::verify_impl(const void* keys, std::size_t n, key_kind kind,
-                                  const bool* found) const {
-  const key_batch batch = make_batch("verify_contains", keys, n, kind);
-  check_results("verify_contains", batch, found);
-  if (n == 0) return {};
-
-  // Bring keys and answers to the host when they live on the device.
-  std::vector<unsigned char> host_keys;
-  std::vector<unsigned char> host_found_bytes;
-  key_batch host_batch = batch;
-  const bool* host_found = found;
-  if (batch.space == memory_space::device) {
-    host_keys.resize(n * key_bytes(kind));
-    detail::copy_device_to_host(host_keys.data(), keys, host_keys.size());
-    host_found_bytes.resize(n);
-    detail::copy_device_to_host(host_found_bytes.data(), found, n);
-    host_batch.data = host_keys.data();
-    host_batch.space = memory_space::host;
-    host_found = reinterpret_cast<const bool*>(host_found_bytes.data());
-  }
-
-  return verify_on_cpu(host_batch, host_found);
-}
-
-void filter::add_strings(const detail::string_input& keys) {
-  const key_batch batch = make_string_batch("add", keys);
-  if (batch.count == 0) return;
-  impl_->add(batch);
-  keys_added_ += keys_to_count(batch);
-}
-
-void filter::add_new_strings(const detail::string_input& keys, bool* is_new) {
-  const key_batch batch = make_string_batch("add_new", keys);
-  check_results("add_new", batch, is_new);
-  if (batch.count == 0) return;
-  impl_->add_new(batch, is_new);
-  keys_added_ += keys_to_count(batch);
-}
-
-void filter::contains_strings(const detail::string_input& keys, bool* found) const {
-  const key_batch batch = make_string_batch("contains", keys);
-  check_results("contains", batch, found);
-  if (batch.count == 0) return;
-  impl_->contains(batch, found);
-}
-
-std::uint64_t filter::count_strings(const detail::string_input& keys) const {
-  const key_batch batch = make_string_batch("count", keys);
-  return batch.count == 0 ? 0 : impl_->count(batch);
-}
-
-void filter::add_strings_async(const detail::string_input& keys, stream_t stream) {
-  impl_->add_async(make_string_batch("add_async", keys), stream);
+void filter::add_keys_async(const detail::key_input& keys, stream_t stream) {
+  impl_->add_async(make_batch("add_async", keys), stream);
+  // A device bitmap cannot be read without synchronizing: every key counts.
   keys_added_ += keys.count;
 }
 
-void filter::contains_strings_async(const detail::string_input& keys, bool* found,
-                                    stream_t stream) const {
-  const key_batch batch = make_string_batch("contains_async", keys);
+void filter::contains_keys_async(const detail::key_input& keys, bool* found,
+                                 stream_t stream) const {
+  const key_batch batch = make_batch("contains_async", keys);
   check_results("contains_async", batch, found);
   impl_->contains_async(batch, found, stream);
 }
 
-void filter::count_strings_async(const detail::string_input& keys, std::uint64_t* count,
-                                 stream_t stream) const {
+void filter::count_keys_async(const detail::key_input& keys, std::uint64_t* count,
+                              stream_t stream) const {
   if (count == nullptr) throw invalid_argument("count_async: count is null");
-  impl_->count_async(make_string_batch("count_async", keys), count, stream);
+  impl_->count_async(make_batch("count_async", keys), count, stream);
 }
 
-verify_report filter::verify_strings(const detail::string_input& keys, const bool* found) const {
-  const key_batch batch = make_string_batch("verify_contains", keys);
+verify_report filter::verify_keys(const detail::key_input& keys, const bool* found) const {
+  const key_batch batch = make_batch("verify_contains", keys);
   check_results("verify_contains", batch, found);
-  const std::size_t n = batch.count;
-  if (n == 0) return {};
-
-  // Bring offsets, bytes, bitmap and answers to the host when they live on the device.
-  std::vector<unsigned char> host_offsets, host_data, host_validity, host_found_bytes;
-  key_batch host_batch = batch;
-  const bool* host_found = found;
-  if (batch.space == memory_space::device) {
-    const std::size_t width = batch.kind == key_kind::str32 ? 4 : 8;
-    host_offsets.resize((n + 1) * width);
-    detail::copy_device_to_host(host_offsets.data(), batch.offsets, host_offsets.size());
-    host_data.resize(batch.data_bytes);
-    if (batch.data_bytes > 0)
-      detail::copy_device_to_host(host_data.data(), batch.data, batch.data_bytes);
-    if (batch.validity != nullptr) {
-      host_validity.resize((n + 7) / 8);
-      detail::copy_device_to_host(host_validity.data(), batch.validity, host_validity.size());
-      host_batch.validity = host_validity.data();
-    }
-    host_found_bytes.resize(n);
-    detail::copy_device_to_host(host_found_bytes.data(), found, n);
-    host_batch.offsets = host_offsets.data();
-    host_batch.data = host_data.data();
-    host_batch.space = memory_space::host;
-    host_found = reinterpret_cast<const bool*>(host_found_bytes.data());
-    check_host_offsets("verify_contains", host_batch);
-  }
-
-  return verify_on_cpu(host_batch, host_found);
+  if (batch.count == 0) return {};
+  const host_view host(batch, found);
+  return verify_on_cpu(host.batch, host.found);
 }
 
 verify_report filter::verify_on_cpu(const key_batch& host_batch, const bool* host_found) const {

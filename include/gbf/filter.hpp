@@ -117,17 +117,23 @@ constexpr key_kind key_kind_of() {
   return sizeof(Key) == 4 ? key_kind::u32 : key_kind::u64;
 }
 
-/// A string_keys batch with its offset width as a runtime value.
-struct string_input {
+/// Any batch of keys with its key type as a runtime value: integers (offsets null)
+/// or strings (offsets of width given by kind). What the public templates hand to
+/// the one non-template path of each operation.
+struct key_input {
   const void* data = nullptr;
   std::size_t data_bytes = 0;
   const void* offsets = nullptr;
   std::size_t count = 0;
   const std::uint8_t* validity = nullptr;
-  key_kind kind = key_kind::str64;
+  key_kind kind = key_kind::u64;
 };
+template <class Key>
+key_input erase(const Key* keys, std::size_t n, const std::uint8_t* validity = nullptr) {
+  return {keys, 0, nullptr, n, validity, key_kind_of<Key>()};
+}
 template <class Offset>
-string_input erase(const string_keys<Offset>& keys) {
+key_input erase(const string_keys<Offset>& keys) {
   static_assert(std::is_same_v<Offset, std::int32_t> || std::is_same_v<Offset, std::int64_t>,
                 "string_keys offsets are std::int32_t (Arrow String) or std::int64_t (LargeString)");
   return {keys.data,  keys.data_bytes, keys.offsets, keys.count, keys.validity,
@@ -170,23 +176,23 @@ class filter {
   /// Adds `n` keys (host or device memory).
   template <class Key>
   void add(const Key* keys, std::size_t n) {
-    add_impl(keys, n, detail::key_kind_of<Key>());
+    add_keys(detail::erase(keys, n));
   }
   /// Adds `n` keys and sets is_new[i] to whether key i was absent before it was added
   /// (in batch order: a repeated key is new only the first time, as BF.MADD reports).
   template <class Key>
   void add_new(const Key* keys, std::size_t n, bool* is_new) {
-    add_new_impl(keys, n, detail::key_kind_of<Key>(), is_new);
+    add_new_keys(detail::erase(keys, n), is_new);
   }
   /// Sets found[i] to whether key i may be present (false means definitely absent).
   template <class Key>
   void contains(const Key* keys, std::size_t n, bool* found) const {
-    contains_impl(keys, n, detail::key_kind_of<Key>(), found);
+    contains_keys(detail::erase(keys, n), found);
   }
   /// Number of the `n` keys that may be present.
   template <class Key>
   std::uint64_t count(const Key* keys, std::size_t n) const {
-    return count_impl(keys, n, detail::key_kind_of<Key>());
+    return count_keys(detail::erase(keys, n));
   }
 
   /// Join prefilter: writes to `row_indices`, in ascending order, the index i of every
@@ -198,14 +204,14 @@ class filter {
   /// keys stream through the pipeline and are compacted on the host.
   template <class Key>
   std::uint64_t select(const Key* keys, std::size_t n, std::uint64_t* row_indices) const {
-    return select_impl(keys, n, detail::key_kind_of<Key>(), nullptr, row_indices);
+    return select_keys(detail::erase(keys, n), row_indices);
   }
   /// Null-aware select: `validity` is an Arrow bitmap (bit i of key i, LSB first, in the
   /// keys' memory space; null = all valid). Null keys are never selected.
   template <class Key>
   std::uint64_t select(const Key* keys, std::size_t n, const std::uint8_t* validity,
                        std::uint64_t* row_indices) const {
-    return select_impl(keys, n, detail::key_kind_of<Key>(), validity, row_indices);
+    return select_keys(detail::erase(keys, n, validity), row_indices);
   }
   /// Stream-ordered select of device keys (GPU backend only): ascending row indices to
   /// `device_row_indices` (room for n) and their number to `device_count` (device
@@ -215,33 +221,33 @@ class filter {
   void select_async(const Key* device_keys, std::size_t n, std::uint64_t* device_row_indices,
                     std::uint64_t* device_count, stream_t stream,
                     const std::uint8_t* device_validity = nullptr) const {
-    select_async_impl(device_keys, n, detail::key_kind_of<Key>(), device_validity,
-                      device_row_indices, device_count, stream);
+    select_keys_async(detail::erase(device_keys, n, device_validity), device_row_indices,
+                      device_count, stream);
   }
 
   /// Stream-ordered add of device-resident keys (GPU backend only; throws wrong_backend).
   template <class Key>
   void add_async(const Key* device_keys, std::size_t n, stream_t stream) {
-    add_async_impl(device_keys, n, detail::key_kind_of<Key>(), stream);
+    add_keys_async(detail::erase(device_keys, n), stream);
   }
   /// Stream-ordered contains; `device_found` is device memory of n bools.
   template <class Key>
   void contains_async(const Key* device_keys, std::size_t n, bool* device_found,
                       stream_t stream) const {
-    contains_async_impl(device_keys, n, detail::key_kind_of<Key>(), device_found, stream);
+    contains_keys_async(detail::erase(device_keys, n), device_found, stream);
   }
   /// Stream-ordered count; the result lands in device memory `device_count` (one uint64).
   template <class Key>
   void count_async(const Key* device_keys, std::size_t n, std::uint64_t* device_count,
                    stream_t stream) const {
-    count_async_impl(device_keys, n, detail::key_kind_of<Key>(), device_count, stream);
+    count_keys_async(detail::erase(device_keys, n), device_count, stream);
   }
 
   /// Recomputes `found` (answers for `keys`, host or device memory) on the CPU from
   /// a host copy of the bits and reports every disagreement.
   template <class Key>
   verify_report verify_contains(const Key* keys, std::size_t n, const bool* found) const {
-    return verify_impl(keys, n, detail::key_kind_of<Key>(), found);
+    return verify_keys(detail::erase(keys, n), found);
   }
 
   // Byte-string keys (string_keys above): the same operations, same semantics.
@@ -252,28 +258,28 @@ class filter {
   /// Adds the non-null string keys (host or device memory).
   template <class Offset>
   void add(const string_keys<Offset>& keys) {
-    add_strings(detail::erase(keys));
+    add_keys(detail::erase(keys));
   }
   /// Adds the keys; is_new[i] = key i was absent before (batch order, as add_new above).
   template <class Offset>
   void add_new(const string_keys<Offset>& keys, bool* is_new) {
-    add_new_strings(detail::erase(keys), is_new);
+    add_new_keys(detail::erase(keys), is_new);
   }
   /// found[i] = key i may be present (results in the keys' memory space).
   template <class Offset>
   void contains(const string_keys<Offset>& keys, bool* found) const {
-    contains_strings(detail::erase(keys), found);
+    contains_keys(detail::erase(keys), found);
   }
   /// Number of the non-null keys that may be present.
   template <class Offset>
   std::uint64_t count(const string_keys<Offset>& keys) const {
-    return count_strings(detail::erase(keys));
+    return count_keys(detail::erase(keys));
   }
   /// Ascending indices of the non-null keys that may be present (see select above);
   /// `row_indices` has room for keys.count indices, in the keys' memory space.
   template <class Offset>
   std::uint64_t select(const string_keys<Offset>& keys, std::uint64_t* row_indices) const {
-    return select_strings(detail::erase(keys), row_indices);
+    return select_keys(detail::erase(keys), row_indices);
   }
   /// Stream-ordered add of device-resident string keys (GPU backend only). The
   /// offsets are checked on the device before any bit is written; a bad batch
@@ -281,24 +287,24 @@ class filter {
   /// throws invalid_argument naming the first bad index.
   template <class Offset>
   void add_async(const string_keys<Offset>& device_keys, stream_t stream) {
-    add_strings_async(detail::erase(device_keys), stream);
+    add_keys_async(detail::erase(device_keys), stream);
   }
   /// Stream-ordered contains (a bad batch answers all false; see add_async).
   template <class Offset>
   void contains_async(const string_keys<Offset>& device_keys, bool* device_found,
                       stream_t stream) const {
-    contains_strings_async(detail::erase(device_keys), device_found, stream);
+    contains_keys_async(detail::erase(device_keys), device_found, stream);
   }
   /// Stream-ordered count into device memory `device_count` (a bad batch counts 0).
   template <class Offset>
   void count_async(const string_keys<Offset>& device_keys, std::uint64_t* device_count,
                    stream_t stream) const {
-    count_strings_async(detail::erase(device_keys), device_count, stream);
+    count_keys_async(detail::erase(device_keys), device_count, stream);
   }
   /// Recomputes `found` for string keys on the CPU (see verify_contains above).
   template <class Offset>
   verify_report verify_contains(const string_keys<Offset>& keys, const bool* found) const {
-    return verify_strings(detail::erase(keys), found);
+    return verify_keys(detail::erase(keys), found);
   }
 
   /// Sets every bit to zero (keeps layout and capacity; resets keys_added).
@@ -318,33 +324,19 @@ class filter {
   const std::uint32_t* device_words() const;
 
  private:
-  void add_impl(const void* keys, std::size_t n, detail::key_kind kind);
-  void add_new_impl(const void* keys, std::size_t n, detail::key_kind kind, bool* is_new);
-  void contains_impl(const void* keys, std::size_t n, detail::key_kind kind, bool* found) const;
-  std::uint64_t count_impl(const void* keys, std::size_t n, detail::key_kind kind) const;
-  std::uint64_t select_impl(const void* keys, std::size_t n, detail::key_kind kind,
-                            const std::uint8_t* validity, std::uint64_t* rows) const;
-  void select_async_impl(const void* keys, std::size_t n, detail::key_kind kind,
-                         const std::uint8_t* validity, std::uint64_t* rows,
-                         std::uint64_t* count, stream_t stream) const;
-  std::uint64_t select_strings(const detail::string_input& keys, std::uint64_t* rows) const;
-  void add_async_impl(const void* keys, std::size_t n, detail::key_kind kind, stream_t stream);
-  void contains_async_impl(const void* keys, std::size_t n, detail::key_kind kind, bool* found,
-                           stream_t stream) const;
-  void count_async_impl(const void* keys, std::size_t n, detail::key_kind kind,
-                        std::uint64_t* count, stream_t stream) const;
-  verify_report verify_impl(const void* keys, std::size_t n, detail::key_kind kind,
-                            const bool* found) const;
-  void add_strings(const detail::string_input& keys);
-  void add_new_strings(const detail::string_input& keys, bool* is_new);
-  void contains_strings(const detail::string_input& keys, bool* found) const;
-  std::uint64_t count_strings(const detail::string_input& keys) const;
-  void add_strings_async(const detail::string_input& keys, stream_t stream);
-  void contains_strings_async(const detail::string_input& keys, bool* found,
-                              stream_t stream) const;
-  void count_strings_async(const detail::string_input& keys, std::uint64_t* count,
-                           stream_t stream) const;
-  verify_report verify_strings(const detail::string_input& keys, const bool* found) const;
+  // One path per operation for every key type (detail::erase describes the batch).
+  void add_keys(const detail::key_input& keys);
+  void add_new_keys(const detail::key_input& keys, bool* is_new);
+  void contains_keys(const detail::key_input& keys, bool* found) const;
+  std::uint64_t count_keys(const detail::key_input& keys) const;
+  std::uint64_t select_keys(const detail::key_input& keys, std::uint64_t* rows) const;
+  void select_keys_async(const detail::key_input& keys, std::uint64_t* rows, std::uint64_t* count,
+                         stream_t stream) const;
+  void add_keys_async(const detail::key_input& keys, stream_t stream);
+  void contains_keys_async(const detail::key_input& keys, bool* found, stream_t stream) const;
+  void count_keys_async(const detail::key_input& keys, std::uint64_t* count,
+                        stream_t stream) const;
+  verify_report verify_keys(const detail::key_input& keys, const bool* found) const;
   /// Recomputes contains for a host batch on a scalar CPU copy of the bits.
   verify_report verify_on_cpu(const detail::key_batch& host_batch, const bool* host_found) const;
   void combine(const filter& other, bool is_union);
