@@ -18,5 +18,4 @@ rm -rf .devlib && mkdir -p .devlib
 for bin in build/device/tests/gbf_tests build/device/cli/gbf build/device/bench/gbf_bench*; do
   ldd "$bin" | awk '/=> \// {print $3}' | grep -Ev '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*)\.so' || true
 done | sort -u | xargs -r cp -L -t .devlib
-grep -qx '/.devlib/' .git/info/exclude || echo '/.devlib/' >> .git/info/exclude
 du -sh build/device .devlib
