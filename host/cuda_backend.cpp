@@ -480,13 +480,7 @@ class cuda_backend final : public backend_impl {
     const std::size_t max_bytes = chunk_bytes_for(chunk_keys_);
     const auto* data = static_cast<const unsigned char*>(keys.data);
     try {
-      for (pipeline_slot& slot : slots_) {
-        order_after_earlier_work(slot.work.get());
-        if (op == batch_op::count) {
-          GBF_CUDA_TRY(cudaMemsetAsync(slot.counter.data(), 0, sizeof(std::uint64_t),
-                                       slot.work.get()));
-        }
-      }
+      prepare_pipeline(op);
       std::size_t chunk = 0;
       for (std::size_t first = 0; first < keys.count; ++chunk) {
         pipeline_slot& slot = slots_[chunk % slots_.size()];
@@ -637,6 +631,18 @@ class cuda_backend final : public backend_impl {
   }
 
   // Waits for the slot's last chunk and hands its results to the caller.
+  // Orders every slot after earlier work (see the file comment) and, for count,
+  // zeroes the slots' counters.
+  void prepare_pipeline(batch_op op) const {
+    for (pipeline_slot& slot : slots_) {
+      order_after_earlier_work(slot.work.get());
+      if (op == batch_op::count) {
+        GBF_CUDA_TRY(cudaMemsetAsync(slot.counter.data(), 0, sizeof(std::uint64_t),
+                                     slot.work.get()));
+      }
+    }
+  }
+
   // Waits for every slot, delivers their last results and, for count, sums the
   // slots' counters into *hits.
   void drain_pipeline(batch_op op, std::uint64_t* hits) const {
@@ -708,13 +714,7 @@ class cuda_backend final : public backend_impl {
     // copy would still be correct, merely staged by the driver.)
     const bool keys_pinned = pointer_type(keys.data) == cudaMemoryTypeHost;
     try {
-      for (pipeline_slot& slot : slots_) {
-        order_after_earlier_work(slot.work.get());
-        if (op == batch_op::count) {
-          GBF_CUDA_TRY(cudaMemsetAsync(slot.counter.data(), 0, sizeof(std::uint64_t),
-                                       slot.work.get()));
-        }
-      }
+      prepare_pipeline(op);
       std::size_t chunk = 0;
       for (std::size_t offset = 0; offset < keys.count; offset += chunk_keys_, ++chunk) {
         pipeline_slot& slot = slots_[chunk % slots_.size()];
