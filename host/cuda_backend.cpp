@@ -32,12 +32,13 @@
 // batches are checked by a validation kernel before any bit is written.
 //
 // Ordering with other work. The internal streams are non-blocking, so each
-// synchronous operation first makes its streams wait for (1) the work of the
-// last _async call on its caller's stream and (2) the work already queued on
-// the legacy default stream (a kernel that produced the keys, say), as a
-// cudaMemcpy would. Each synchronous operation returns with no work pending,
-// also when it throws. _async calls are stream-ordered on the caller's stream
-// only, as in CUB: ordering between different caller streams is the caller's.
+// synchronous operation first makes its streams wait for (1) the work of every
+// _async call so far, on each caller stream one was queued on, and (2) the
+// work already queued on the legacy default stream (a kernel that produced the
+// keys, say), as a cudaMemcpy would. Each synchronous operation returns with no
+// work pending, also when it throws. _async calls are stream-ordered on the
+// caller's stream only, as in CUB: ordering between _async calls on different
+// caller streams is the caller's.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -45,6 +46,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gbf/error.hpp"
@@ -130,7 +132,7 @@ class cuda_backend final : public backend_impl {
   ~cuda_backend() override {
     // Async work on a caller's stream may still read or write the bit array:
     // let it finish before the buffers go (errors cannot leave a destructor).
-    cudaEventSynchronize(async_done_.get());
+    for (const async_stream& a : async_streams_) cudaEventSynchronize(a.done.get());
     cudaGetLastError();
   }
 
@@ -227,7 +229,7 @@ class cuda_backend final : public backend_impl {
     if (keys.is_string())
       throw invalid_argument("select_async: string keys are not supported; use select");
     gpu::select(layout_, words_.data(), keys, rows, count, stream);
-    async_done_.record(stream);
+    note_async(stream);
   }
 
   void add_async(const key_batch& keys, stream_t stream) override {
@@ -238,7 +240,7 @@ class cuda_backend final : public backend_impl {
       });
     }
     gpu::add(layout_, words_.data(), keys.kind, keys.data, keys.count, stream);
-    async_done_.record(stream);
+    note_async(stream);
   }
 
   void contains_async(const key_batch& keys, bool* found, stream_t stream) const override {
@@ -249,7 +251,7 @@ class cuda_backend final : public backend_impl {
       });
     }
     gpu::contains(layout_, words_.data(), keys.kind, keys.data, keys.count, found, stream);
-    async_done_.record(stream);
+    note_async(stream);
   }
 
   void count_async(const key_batch& keys, std::uint64_t* count, stream_t stream) const override {
@@ -262,7 +264,7 @@ class cuda_backend final : public backend_impl {
       });
     }
     gpu::count(layout_, words_.data(), keys.kind, keys.data, keys.count, count, stream);
-    async_done_.record(stream);
+    note_async(stream);
   }
 
   void clear() override {
@@ -281,7 +283,7 @@ class cuda_backend final : public backend_impl {
     }
     if (gpu_other == this) return;  // x | x == x & x == x
     run_on_main([&](cudaStream_t s) {
-      GBF_CUDA_TRY(cudaStreamWaitEvent(s, gpu_other->async_done_.get(), 0));
+      gpu_other->wait_for_async(s);
       gpu::combine_words(words_.data(), gpu_other->words_.data(), layout_.num_words(),
                          to_word_op(op), s);
     });
@@ -430,7 +432,7 @@ class cuda_backend final : public backend_impl {
       throw;
     }
     GBF_CUDA_TRY(cudaFreeAsync(status, stream));
-    async_done_.record(stream);
+    note_async(stream);
   }
 
   void report_async_string_error(const char* what) const {
@@ -453,10 +455,16 @@ class cuda_backend final : public backend_impl {
   // Allocates (or grows) a slot's string buffers for a chunk of `data_bytes` bytes.
   void reserve_string_slot(pipeline_slot& slot, std::size_t data_bytes) const {
     if (slot.offsets.size() == 0) {
-      slot.staged_offsets = pinned_buffer<unsigned char>((chunk_keys_ + 1) * sizeof(std::int64_t));
-      slot.offsets = device_buffer<unsigned char>((chunk_keys_ + 1) * sizeof(std::int64_t));
-      slot.staged_validity = pinned_buffer<std::uint8_t>(chunk_keys_ / 8 + 2);
-      slot.validity = device_buffer<std::uint8_t>(chunk_keys_ / 8 + 2);
+      // All four or none: `offsets` is the flag that they exist, so it is set last.
+      const std::size_t offset_bytes = (chunk_keys_ + 1) * sizeof(std::int64_t);
+      pinned_buffer<unsigned char> staged_offsets(offset_bytes);
+      pinned_buffer<std::uint8_t> staged_validity(chunk_keys_ / 8 + 2);
+      device_buffer<std::uint8_t> validity(chunk_keys_ / 8 + 2);
+      device_buffer<unsigned char> offsets(offset_bytes);
+      slot.staged_offsets = std::move(staged_offsets);
+      slot.staged_validity = std::move(staged_validity);
+      slot.validity = std::move(validity);
+      slot.offsets = std::move(offsets);
     }
     const std::size_t wanted = std::max(data_bytes, chunk_bytes_for(chunk_keys_));
     if (slot.data.size() < wanted) {
@@ -587,11 +595,27 @@ class cuda_backend final : public backend_impl {
     }
   }
 
+  // Records that an _async call queued work on the caller's `stream`.
+  void note_async(cudaStream_t stream) const {
+    for (const async_stream& a : async_streams_) {
+      if (a.stream == stream) return a.done.record(stream);
+    }
+    async_streams_.push_back({stream, event{}});
+    async_streams_.back().done.record(stream);
+  }
+
+  // Makes `s` wait for the work of every _async call so far, on whichever
+  // caller stream it was queued.
+  void wait_for_async(cudaStream_t s) const {
+    for (const async_stream& a : async_streams_)
+      GBF_CUDA_TRY(cudaStreamWaitEvent(s, a.done.get(), 0));
+  }
+
   // Makes `s` wait for earlier work that may touch this filter or the caller's
-  // arrays: the last _async call's, and the legacy default stream's (see the
-  // file comment). An event never recorded counts as complete.
+  // arrays: the _async calls' and the legacy default stream's (see the file
+  // comment).
   void order_after_earlier_work(cudaStream_t s) const {
-    GBF_CUDA_TRY(cudaStreamWaitEvent(s, async_done_.get(), 0));
+    wait_for_async(s);
     default_stream_done_.record(cudaStreamLegacy);
     GBF_CUDA_TRY(cudaStreamWaitEvent(s, default_stream_done_.get(), 0));
   }
@@ -748,7 +772,12 @@ class cuda_backend final : public backend_impl {
   std::size_t chunk_keys_;
   unsigned num_slots_;
   stream main_;                  // synchronous operations on device arrays and the bit array
-  event async_done_;             // the last _async call's work on its caller's stream
+  // Each caller stream an _async call used, with an event after its last such call.
+  struct async_stream {
+    cudaStream_t stream;
+    event done;
+  };
+  mutable std::vector<async_stream> async_streams_;
   event default_stream_done_;    // re-recorded on the legacy default stream by each sync call
   device_buffer<std::uint32_t> words_;
   device_buffer<std::uint64_t> counter_{1};       // count and popcount of synchronous calls

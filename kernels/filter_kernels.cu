@@ -253,14 +253,16 @@ __global__ void __launch_bounds__(block_threads)
   add_block_total(hits, counter);
 }
 
-// add_new for strings, step 0: every key's hash (0 for nulls, which the runs skip).
+// add_new for strings, step 0: every key's hash. The runs skip null keys, but
+// their hashes still pick a block; a constant would pile every null into one
+// run walked by one thread, so a null gets the hash of its row number instead.
 template <class Offset>
 __global__ void __launch_bounds__(block_threads)
     hash_strings_kernel(string_args<Offset> a, std::uint64_t seed,
                         std::uint64_t* __restrict__ hashes) {
   for_each_string(
       a, seed, [&](std::size_t i, std::uint64_t h) { hashes[i] = h; },
-      [&](std::size_t i) { hashes[i] = 0; });
+      [&](std::size_t i) { hashes[i] = xxh64_u64(i, seed); });
 }
 
 // Index i is bad when offsets[i] > data_bytes, or offsets[0] < 0, or
