@@ -568,13 +568,7 @@ class cuda_backend final : public backend_impl {
             slot.kernel_done.record(s);
             break;
         }
-        if (results != nullptr) {
-          GBF_CUDA_TRY(cudaMemcpyAsync(slot.staged_results.data(), slot.results.data(), n,
-                                       cudaMemcpyDeviceToHost, s));
-          slot.pending_results = results + first;
-          slot.pending_count = n;
-        }
-        slot.done.record(s);
+        finish_chunk(slot, results == nullptr ? nullptr : results + first, n);
         first += n;
       }
       drain_pipeline(op, hits);
@@ -655,6 +649,19 @@ class cuda_backend final : public backend_impl {
   }
 
   // Waits for the slot's last chunk and hands its results to the caller.
+  // Ends a chunk on its slot's stream: the D2H copy of its `n` answers (when the
+  // caller wants them at `results`, delivered by retire) and the `done` event.
+  static void finish_chunk(pipeline_slot& slot, bool* results, std::size_t n) {
+    const cudaStream_t s = slot.work.get();
+    if (results != nullptr) {
+      GBF_CUDA_TRY(cudaMemcpyAsync(slot.staged_results.data(), slot.results.data(), n,
+                                   cudaMemcpyDeviceToHost, s));
+      slot.pending_results = results;
+      slot.pending_count = n;
+    }
+    slot.done.record(s);
+  }
+
   // Orders every slot after earlier work (see the file comment) and, for count,
   // zeroes the slots' counters.
   void prepare_pipeline(batch_op op) const {
@@ -753,13 +760,7 @@ class cuda_backend final : public backend_impl {
         }
         GBF_CUDA_TRY(cudaMemcpyAsync(slot.keys.data(), source, bytes, cudaMemcpyHostToDevice, s));
         queue_chunk_kernel(op, slot, keys.kind, n, chunk, s);
-        if (results != nullptr) {
-          GBF_CUDA_TRY(cudaMemcpyAsync(slot.staged_results.data(), slot.results.data(), n,
-                                       cudaMemcpyDeviceToHost, s));
-          slot.pending_results = results + offset;
-          slot.pending_count = n;
-        }
-        slot.done.record(s);
+        finish_chunk(slot, results == nullptr ? nullptr : results + offset, n);
       }
       drain_pipeline(op, hits);
     } catch (...) {
