@@ -46,6 +46,7 @@
 #include "cli/commands.hpp"
 #include "cli/synthetic_keys.hpp"
 #include "cli/text.hpp"
+#include "gbf/cost_model.hpp"
 #include "gbf/filter.hpp"
 #if defined(GBF_HAS_CUDA)
 #include "host/cuda_runtime.hpp"
@@ -181,17 +182,22 @@ double parse_mib(const std::string& text) {
 enum class op { add, contains };
 const char* to_string(op o) { return o == op::add ? "add" : "contains"; }
 
-enum class engine { cpu1, cpu, gpu_device, gpu_host };
+// automatic: backend::automatic with host keys (on a GPU machine, the GPU plus a
+// CPU mirror routed by the cost model; without one, the CPU).
+enum class engine { cpu1, cpu, gpu_device, gpu_host, automatic };
 const char* id_of(engine e) {
   switch (e) {
     case engine::cpu1: return "cpu1";
     case engine::cpu: return "cpu";
     case engine::gpu_device: return "gpu-device";
     case engine::gpu_host: return "gpu-host";
+    case engine::automatic: return "auto";
   }
   return "?";
 }
 bool is_gpu(engine e) { return e == engine::gpu_device || e == engine::gpu_host; }
+/// The engines whose results are references and whose rows the GPU rows are compared with.
+bool is_cpu(engine e) { return e == engine::cpu1 || e == engine::cpu; }
 
 // ---------------------------------------------------------------------------
 // Machine
@@ -252,6 +258,7 @@ struct row {
   bool ok = true;
   std::string verification;  ///< "ok" or what went wrong.
   std::string checked;       ///< What was compared.
+  std::string routing;       ///< auto rows: where the automatic filter ran this row's calls.
 };
 
 struct filter_case {
@@ -298,6 +305,22 @@ struct reference {
   std::uint64_t value = 0;
 };
 
+/// Where an automatic filter ran the calls between two dispatch snapshots, e.g.
+/// "auto ran 12 calls on the CPU, 1 on the GPU; 1 copy to the CPU".
+std::string routing_text(const dispatch_stats& before, const dispatch_stats& after) {
+  if (!after.mirrored) return "auto ran everything on its one backend";
+  std::string text = "auto ran " + with_commas(after.cpu_batches - before.cpu_batches) + " calls on the CPU, " +
+                     with_commas(after.gpu_batches - before.gpu_batches) + " on the GPU";
+  const std::uint64_t to_cpu = after.copies_to_cpu - before.copies_to_cpu;
+  const std::uint64_t to_gpu = after.copies_to_gpu - before.copies_to_gpu;
+  const std::uint64_t replays = after.replays - before.replays;
+  if (to_cpu) text += "; " + with_commas(to_cpu) + " cop" + (to_cpu == 1 ? "y" : "ies") + " to the CPU";
+  if (to_gpu) text += "; " + with_commas(to_gpu) + " cop" + (to_gpu == 1 ? "y" : "ies") + " to the GPU";
+  if (replays) text += "; " + with_commas(replays) + " log replay" + (replays == 1 ? "" : "s");
+  if (!after.mirror_note.empty()) text += "; " + after.mirror_note;
+  return text;
+}
+
 class bench {
  public:
   bench(const bench_options& opts, std::vector<std::uint64_t> batches, std::vector<filter_case> cases,
@@ -328,9 +351,9 @@ class bench {
  private:
   options options_of(engine e) const {
     options o;
-    o.where = is_gpu(e) ? backend::gpu : backend::cpu;
+    o.where = is_gpu(e) ? backend::gpu : e == engine::automatic ? backend::automatic : backend::cpu;
     if (e == engine::cpu1) o.cpu_threads = 1;
-    if (e == engine::cpu) o.cpu_threads = opts_.threads;
+    if (e == engine::cpu || e == engine::automatic) o.cpu_threads = opts_.threads;
     return o;
   }
 
@@ -349,7 +372,7 @@ class bench {
                                  engine e, std::uint64_t value, Make&& make) {
     auto it = refs.find(key);
     if (it != refs.end()) return it->second;
-    if (is_gpu(e)) return refs.emplace(key, reference{"cpu", make()}).first->second;
+    if (!is_cpu(e)) return refs.emplace(key, reference{"cpu", make()}).first->second;
     return refs.emplace(key, reference{id_of(e), value}).first->second;
   }
 
@@ -366,7 +389,7 @@ class bench {
   }
 
   void run_engine(const filter_case& c, engine e) {
-    if (is_gpu(e)) {
+    if (is_gpu(e) || (e == engine::automatic && gpu_.available)) {
       const std::uint64_t free_bytes = device_free_bytes();
       if (free_bytes < c.shape.size_bytes() + (64ULL << 20)) {
         note(std::string("skipped ") + id_of(e) + " with the " + mib_text(c.mib) + " filter: " +
@@ -383,7 +406,7 @@ class bench {
         fill(f, c);
         const std::uint64_t d = bits_digest(f);
         if (!fill_ref_) {
-          if (is_gpu(e)) {
+          if (!is_cpu(e)) {
             filter cpu(c.shape, options_of(engine::cpu), c.capacity);
             fill(cpu, c);
             fill_ref_ = reference{"cpu", bits_digest(cpu)};
@@ -415,6 +438,7 @@ class bench {
     const std::uint64_t* keys = o == op::add ? add_keys_.data() : probe_keys_.data();
     const std::size_t n = static_cast<std::size_t>(b);
     bool* found = found_.get();
+    const dispatch_stats routed_before = f.dispatch();
 
 #if defined(GBF_HAS_CUDA)
     detail::device_buffer<std::uint64_t> device_keys;
@@ -474,15 +498,17 @@ class bench {
       check(r, d == ref.value, "answers differ from " + ref.by);
       r.checked = ref.by == id_of(e) ? "no false negatives (reference answers)"
                                      : "bits and answers = " + ref.by;
-      if (is_gpu(e)) {
+      if (!is_cpu(e)) {
         const verify_report v = f.verify_contains(keys, n, found);
         check(r, v.ok(), with_commas(v.mismatches) + " answers differ when recomputed on the CPU");
         r.checked += ", recomputed on the CPU";
       }
     }
     r.keys_per_s = static_cast<double>(b) / r.time.median_s;
-    std::fprintf(stderr, "gbf bench:   %-8s %-10s batch %-6s %10s keys/s  %s\n", to_string(o), id_of(e),
-                 human_batch(b).c_str(), human_rate(r.keys_per_s).c_str(), r.verification.c_str());
+    if (e == engine::automatic) r.routing = routing_text(routed_before, f.dispatch());
+    std::fprintf(stderr, "gbf bench:   %-8s %-10s batch %-6s %10s keys/s  %s%s\n", to_string(o), id_of(e),
+                 human_batch(b).c_str(), human_rate(r.keys_per_s).c_str(), r.verification.c_str(),
+                 r.routing.empty() ? "" : ("; " + r.routing).c_str());
     rows.push_back(std::move(r));
   }
 
@@ -534,7 +560,7 @@ std::vector<crossover> crossovers(const std::vector<row>& rows, const std::vecto
   std::vector<crossover> out;
   std::vector<engine> cpus;
   for (const engine e : engines)
-    if (!is_gpu(e)) cpus.push_back(e);
+    if (is_cpu(e)) cpus.push_back(e);
   for (const filter_case& c : cases) {
     for (const op o : ops) {
       for (const engine g : {engine::gpu_device, engine::gpu_host}) {
@@ -619,9 +645,10 @@ void print_table(const std::vector<row>& rows, const std::vector<filter_case>& c
                                       ? fmt("%.3f%%", 100 * r->measured_fpr) + fmt(" / %.3f%%", 100 * r->predicted_fpr)
                                       : "-";
           const std::string speed = std::isfinite(r->speedup) ? fmt("%.2fx", r->speedup) : "-";
-          std::printf("  %-6s %-10s %10s %12s %8s  %-18s %s\n", human_batch(b).c_str(), id_of(e),
+          std::printf("  %-6s %-10s %10s %12s %8s  %-18s %s%s\n", human_batch(b).c_str(), id_of(e),
                       human_time(r->time.median_s).c_str(), (human_rate(r->keys_per_s) + "").c_str(),
-                      speed.c_str(), fpr.c_str(), r->verification.c_str());
+                      speed.c_str(), fpr.c_str(), r->verification.c_str(),
+                      r->routing.empty() ? "" : (" (" + r->routing + ")").c_str());
         }
       }
       for (const engine e : engines) {
@@ -677,6 +704,7 @@ std::string json_report(const bench_options& opts, const std::vector<row>& rows,
     if (r.operation == op::contains)
       j << ", \"false_positives\": " << r.positives << ", \"measured_fpr\": " << json_number(r.measured_fpr)
         << ", \"predicted_fpr\": " << json_number(r.predicted_fpr);
+    if (!r.routing.empty()) j << ", \"routing\": " << json_string(r.routing);
     j << ", \"verification\": " << json_string(r.ok ? "ok" : "mismatch")
       << ", \"verification_detail\": " << json_string(r.ok ? r.checked : r.verification) << "}";
   }
@@ -783,6 +811,81 @@ bool write_plot(const std::string& png, const std::string& script) {
   return true;
 }
 
+/// Median seconds of copying `bytes` host -> device and device -> host (pageable
+/// memory, as the automatic backend's mirror copies are), the slower direction; NaN without CUDA.
+double copy_seconds(std::uint64_t bytes) {
+#if defined(GBF_HAS_CUDA)
+  detail::device_buffer<std::uint32_t> device(static_cast<std::size_t>(bytes / 4));
+  std::vector<std::uint32_t> host(static_cast<std::size_t>(bytes / 4), 1);
+  const auto one_way = [&](bool to_device) {
+    return time_op([&] {
+             GBF_CUDA_TRY(to_device ? cudaMemcpy(device.data(), host.data(), device.size_bytes(), cudaMemcpyHostToDevice)
+                                    : cudaMemcpy(host.data(), device.data(), device.size_bytes(), cudaMemcpyDeviceToHost));
+           }, 5).median_s;
+  };
+  return std::max(one_way(true), one_way(false));
+#else
+  (void)bytes;
+  return NAN;
+#endif
+}
+
+/// The cost model the rows imply, for the automatic backend: per filter size,
+/// the 2-point fits of the 'cpu' rows (else 'cpu1') and the 'gpu-host' rows, and a
+/// copy cost measured at the smallest and the largest filter size. String
+/// throughput is not measured here and keeps the built-in values. Empty, with
+/// the reason in `why`, when the rows do not determine it.
+std::optional<cost_model> fitted_cost_model(const std::vector<row>& rows, const std::vector<filter_case>& cases,
+                                            const gpu_status& gpu, std::string* why) {
+  if (!gpu.available) {
+    *why = "no GPU (" + gpu.description + ")";
+    return std::nullopt;
+  }
+  const cost_model defaults = cost_model::defaults();
+  cost_model m;
+  for (const filter_case& c : cases) {
+    const engine cpu =
+        std::isfinite(fit_model(rows, engine::cpu, op::add, c.mib).rate) ? engine::cpu : engine::cpu1;
+    const fit cpu_add = fit_model(rows, cpu, op::add, c.mib);
+    const fit cpu_probe = fit_model(rows, cpu, op::contains, c.mib);
+    const fit gpu_add = fit_model(rows, engine::gpu_host, op::add, c.mib);
+    const fit gpu_probe = fit_model(rows, engine::gpu_host, op::contains, c.mib);
+    bool complete = true;
+    for (const fit& f : {cpu_add, cpu_probe, gpu_add, gpu_probe})
+      complete = complete && std::isfinite(f.rate) && std::isfinite(f.fixed_s);
+    if (!complete) continue;
+    cost_point p = defaults.at(c.shape.size_bytes());
+    p.filter_bytes = c.shape.size_bytes();
+    p.cpu_add = {cpu_add.fixed_s, cpu_add.rate, p.cpu_add.bytes_per_s};
+    p.cpu_probe = {cpu_probe.fixed_s, cpu_probe.rate, p.cpu_probe.bytes_per_s};
+    p.gpu_add = {gpu_add.fixed_s, gpu_add.rate, p.gpu_add.bytes_per_s};
+    p.gpu_probe = {gpu_probe.fixed_s, gpu_probe.rate, p.gpu_probe.bytes_per_s};
+    m.points.push_back(p);
+  }
+  if (m.points.empty()) {
+    *why = "needs 'cpu' (or 'cpu1') and 'gpu-host' rows for add and contains at two or more batch sizes";
+    return std::nullopt;
+  }
+  const std::uint64_t small = m.points.front().filter_bytes;
+  const std::uint64_t large = m.points.back().filter_bytes;
+  const double small_s = copy_seconds(small);
+  m.copy = defaults.copy;
+  if (large > small) {
+    const double large_s = copy_seconds(large);
+    if (large_s > small_s) {
+      m.copy.bytes_per_s = static_cast<double>(large - small) / (large_s - small_s);
+      m.copy.fixed_s = std::max(0.0, small_s - static_cast<double>(small) / m.copy.bytes_per_s);
+    }
+  } else if (small_s > m.copy.fixed_s) {
+    m.copy.bytes_per_s = static_cast<double>(small) / (small_s - m.copy.fixed_s);
+  }
+  if (const std::string bad = m.problem(); !bad.empty()) {
+    *why = "the fitted model is not usable: " + bad;
+    return std::nullopt;
+  }
+  return m;
+}
+
 }  // namespace
 
 int run_bench(const bench_options& opts) {
@@ -815,11 +918,14 @@ int run_bench(const bench_options& opts) {
 
   const gpu_status gpu = query_gpu();
   std::vector<engine> engines;
-  const std::vector<std::string> all{"cpu1", "cpu", "gpu-device", "gpu-host"};
+  const std::vector<std::string> all{"cpu1", "cpu", "gpu-device", "gpu-host", "auto"};
   for (const std::string& id : all) {
     const bool wanted = opts.backends.empty() || std::find(opts.backends.begin(), opts.backends.end(), id) != opts.backends.end();
-    const engine e = id == "cpu1" ? engine::cpu1 : id == "cpu" ? engine::cpu : id == "gpu-device" ? engine::gpu_device : engine::gpu_host;
+    const engine e = id == "cpu1" ? engine::cpu1 : id == "cpu" ? engine::cpu : id == "gpu-device" ? engine::gpu_device
+                   : id == "gpu-host" ? engine::gpu_host : engine::automatic;
     if (!wanted) continue;
+    // Without a GPU, auto is the cpu row again: run it only when asked for.
+    if (e == engine::automatic && !gpu.available && opts.backends.empty()) continue;
     if (is_gpu(e) && !gpu.available) {
       if (!opts.backends.empty()) {
         std::fprintf(stderr, "gbf bench: --backends %s requested but there is no GPU: %s\n", id.c_str(),
@@ -832,7 +938,7 @@ int run_bench(const bench_options& opts) {
   }
   for (const std::string& id : opts.backends)
     if (std::find(all.begin(), all.end(), id) == all.end())
-      throw usage_error("--backends: unknown backend '" + id + "' (cpu1, cpu, gpu-device, gpu-host)");
+      throw usage_error("--backends: unknown backend '" + id + "' (cpu1, cpu, gpu-device, gpu-host, auto)");
 
   const unsigned cpu_threads = opts.threads ? opts.threads : std::max(1u, std::thread::hardware_concurrency());
 
@@ -885,7 +991,8 @@ int run_bench(const bench_options& opts) {
               to_string(cases.front().shape).c_str(), opts.fpp);
   std::printf("backends:");
   for (const engine e : engines) std::printf(" %s", id_of(e));
-  std::printf("  (cpu1: 1 CPU thread; cpu: %u threads; gpu-device: keys in device memory; gpu-host: keys in host memory, transfers included)\n",
+  std::printf("  (cpu1: 1 CPU thread; cpu: %u threads; gpu-device: keys in device memory; gpu-host: keys in host memory, transfers included;"
+              " auto: backend::automatic, host keys)\n",
               cpu_threads);
   for (const std::string& s : skipped) std::printf("%s\n", s.c_str());
   std::fflush(stdout);
@@ -906,6 +1013,22 @@ int run_bench(const bench_options& opts) {
   std::printf("\nverification: %s\n", ok ? "ok (every row: no false negatives, same bits and answers as the reference)"
                                          : "FAILED (see the rows marked above)");
   std::fflush(stdout);
+
+  // --- the automatic backend's cost model --------------------------------------
+  if (opts.save_cost_model) {
+    std::string why;
+    const std::optional<cost_model> fitted = ok ? fitted_cost_model(rows, cases, gpu, &why) : std::nullopt;
+    if (!ok) why = "verification failed";
+    const std::string path = opts.cost_model.empty() ? cost_model::default_path() : opts.cost_model;
+    if (fitted) {
+      fitted->save(path, "fitted by gbf bench: cpu " + cpu_model() + ", gpu " + gpu.description);
+      std::printf("cost model: saved to %s (%zu filter size%s, copy %s + bytes / %sB/s); backend::automatic reads it\n",
+                  path.c_str(), fitted->points.size(), fitted->points.size() == 1 ? "" : "s",
+                  human_time(fitted->copy.fixed_s).c_str(), human_rate(fitted->copy.bytes_per_s).c_str());
+    } else {
+      std::printf("cost model: not saved: %s\n", why.c_str());
+    }
+  }
 
   if (!opts.json.empty()) {
     write_file(opts.json, json_report(opts, rows, cases, xs, skipped, gpu, cpu_threads));

@@ -23,6 +23,8 @@ struct bench_options {
   bool full = false;                    ///< The full sweep: batches 1e3..1e9, filters up to 4 GiB.
   std::string json;                     ///< Write the results as JSON here ("" = no).
   std::string plot;                     ///< Write a PNG plot here (gnuplot; "" = no).
+  bool save_cost_model = true;          ///< Fit and save the automatic backend's cost model (needs a GPU).
+  std::string cost_model;               ///< Where to save it ("" = gbf::cost_model::default_path()).
 };
 
 /// Runs the benchmark, printing the table to stdout and progress to stderr.

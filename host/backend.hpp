@@ -115,6 +115,20 @@ class backend_impl {
   virtual void select_async(const key_batch& keys, std::uint64_t* rows, std::uint64_t* count,
                             stream_t stream) const;
   virtual const std::uint32_t* device_words() const;
+  /// Waits for every _async call's work; throws the deferred error of a bad _async string batch.
+  virtual void synchronize() const {}
+
+  /// The CPU backend's own bit array (num_words host words), nullptr on a GPU:
+  /// lets a mirror copy straight into it or out of it.
+  virtual std::uint32_t* host_words() noexcept { return nullptr; }
+  /// A backend of kind `where` holding this filter's current bits, or nullptr:
+  /// itself when it is of that kind; an automatic filter first brings that copy
+  /// up to date. What gbf::filter::combine hands to another filter's combine.
+  virtual const backend_impl* current_on(backend where) const {
+    return where == kind() ? this : nullptr;
+  }
+  /// How an automatic filter routed its batches (all zero for a plain backend).
+  virtual dispatch_stats dispatch() const { return {}; }
 };
 
 /// CPU backend of layout `l`, zeroed. `threads` = 0 means all hardware threads;

@@ -293,6 +293,8 @@ class cpu_backend final : public backend_impl {
     std::memcpy(words_.get(), in, layout_.size_bytes());
   }
 
+  std::uint32_t* host_words() noexcept override { return words_.get(); }
+
  private:
   static const layout& checked(const layout& l) {
     if (const char* problem = layout_problem(l))

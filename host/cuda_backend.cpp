@@ -140,6 +140,7 @@ class cuda_backend final : public backend_impl {
   const layout& get_layout() const noexcept override { return layout_; }
 
   void add(const key_batch& keys) override {
+    report_async_string_error("add");
     if (keys.count == 0) return;
     if (keys.is_string()) return add_strings(keys);
     if (keys.space == memory_space::host) return run_host(keys, batch_op::add, nullptr, nullptr);
@@ -149,6 +150,7 @@ class cuda_backend final : public backend_impl {
   }
 
   void add_new(const key_batch& keys, bool* is_new) override {
+    report_async_string_error("add_new");
     if (keys.count == 0) return;
     if (keys.is_string()) return add_new_strings(keys, is_new);
     if (keys.space == memory_space::host) return run_host(keys, batch_op::add_new, is_new, nullptr);
@@ -167,6 +169,7 @@ class cuda_backend final : public backend_impl {
   }
 
   void contains(const key_batch& keys, bool* found) const override {
+    report_async_string_error("contains");
     if (keys.count == 0) return;
     if (keys.is_string()) return contains_strings(keys, found);
     if (keys.space == memory_space::host) return run_host(keys, batch_op::contains, found, nullptr);
@@ -176,6 +179,7 @@ class cuda_backend final : public backend_impl {
   }
 
   std::uint64_t count(const key_batch& keys) const override {
+    report_async_string_error("count");
     if (keys.count == 0) return 0;
     if (keys.is_string()) return count_strings(keys);
     std::uint64_t hits = 0;
@@ -195,6 +199,7 @@ class cuda_backend final : public backend_impl {
   // applied there for integer keys; the string kernels are null-aware already).
   // Device keys: gpu::select on the internal stream, the count copied back.
   std::uint64_t select(const key_batch& keys, std::uint64_t* rows) const override {
+    report_async_string_error("select");
     if (keys.count == 0) return 0;
     if (keys.space == memory_space::host) {
       std::unique_ptr<bool[]> found(new bool[keys.count]);
@@ -210,10 +215,7 @@ class cuda_backend final : public backend_impl {
       }
       return c;
     }
-    if (keys.is_string()) {
-      report_async_string_error("select");
-      check_device_offsets(keys, "select");
-    }
+    if (keys.is_string()) check_device_offsets(keys, "select");
     std::uint64_t selected = 0;
     run_on_main([&](cudaStream_t s) {
       gpu::select(layout_, words_.data(), keys, rows, counter_.data(), s);
@@ -324,11 +326,15 @@ class cuda_backend final : public backend_impl {
 
   const std::uint32_t* device_words() const override { return words_.data(); }
 
+  void synchronize() const override {
+    run_on_main([](cudaStream_t) {});  // main waits for every _async call's stream
+    report_async_string_error("synchronize");
+  }
+
  private:
   // ---- String keys -------------------------------------------------------
 
   void add_strings(const key_batch& keys) {
-    report_async_string_error("add");
     if (keys.space == memory_space::host) return run_host_strings(keys, batch_op::add, nullptr, nullptr);
     check_device_offsets(keys, "add");
     run_on_main([&](cudaStream_t s) {
@@ -337,7 +343,6 @@ class cuda_backend final : public backend_impl {
   }
 
   void add_new_strings(const key_batch& keys, bool* is_new) {
-    report_async_string_error("add_new");
     if (keys.space == memory_space::host) {
       return run_host_strings(keys, batch_op::add_new, is_new, nullptr);
     }
@@ -359,7 +364,6 @@ class cuda_backend final : public backend_impl {
   }
 
   void contains_strings(const key_batch& keys, bool* found) const {
-    report_async_string_error("contains");
     if (keys.space == memory_space::host) {
       return run_host_strings(keys, batch_op::contains, found, nullptr);
     }
@@ -370,7 +374,6 @@ class cuda_backend final : public backend_impl {
   }
 
   std::uint64_t count_strings(const key_batch& keys) const {
-    report_async_string_error("count");
     std::uint64_t hits = 0;
     if (keys.space == memory_space::host) {
       run_host_strings(keys, batch_op::count, nullptr, &hits);
@@ -414,8 +417,8 @@ class cuda_backend final : public backend_impl {
   // An _async string call cannot throw for its offsets (they are checked on the
   // device, in stream order). Its validation kernel gates its own kernels
   // through a per-call status word (a bad batch writes nothing) and also
-  // atomicMin's the bad index into sticky_bad_, which the next synchronous
-  // string operation reports here (and clears).
+  // atomicMin's the bad index into sticky_bad_, which synchronize() or the next
+  // synchronous key operation of any kind reports here (and clears).
   template <class Queue>
   void string_async(const key_batch& keys, cudaStream_t stream, Queue&& queue) const {
     if (keys.count == 0) return;

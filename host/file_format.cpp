@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -23,6 +22,7 @@
 
 #include "gbf/hash.hpp"
 #include "gbf/sizing.hpp"
+#include "host/atomic_file.hpp"
 
 namespace gbf {
 namespace {
@@ -105,95 +105,9 @@ class xxh64_stream {
 // Sinks: where written bytes go
 // ---------------------------------------------------------------------------
 
-class byte_sink {
- public:
-  virtual ~byte_sink() = default;
-  virtual void write(const std::uint8_t* data, std::size_t n) = 0;
-};
-
-class vector_sink final : public byte_sink {
- public:
-  explicit vector_sink(std::size_t expected_size) { bytes_.reserve(expected_size); }
-  void write(const std::uint8_t* data, std::size_t n) override {
-    bytes_.insert(bytes_.end(), data, data + n);
-  }
-  std::vector<std::uint8_t> take() { return std::move(bytes_); }
-
- private:
-  std::vector<std::uint8_t> bytes_;
-};
-
-// A file written under a temporary name beside `path` and renamed over it by
-// commit() once complete and fsync'ed; until then `path` is untouched, and a
-// sink destroyed without commit() removes its temporary file. The temporary
-// name is path + ".tmp.<pid>.<n>", created with O_EXCL so that concurrent
-// saves (other processes, other threads) never share one.
-class atomic_file_sink final : public byte_sink {
- public:
-  explicit atomic_file_sink(const std::string& path) : path_(path) {
-    static std::atomic<unsigned> counter{0};
-    temp_path_ = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-    fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd_ < 0) fail("cannot create temporary file '" + temp_path_ + "'");
-  }
-  atomic_file_sink(const atomic_file_sink&) = delete;
-  atomic_file_sink& operator=(const atomic_file_sink&) = delete;
-
-  ~atomic_file_sink() override {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(temp_path_.c_str());
-  }
-
-  void write(const std::uint8_t* data, std::size_t n) override {
-    while (n > 0) {
-      const ssize_t written = ::write(fd_, data, n);
-      if (written < 0) {
-        if (errno == EINTR) continue;
-        fail("cannot write '" + temp_path_ + "'");
-      }
-      data += written;
-      n -= static_cast<std::size_t>(written);
-    }
-  }
-
-  // Makes the data durable, then atomically replaces `path` with it.
-  void commit() {
-    if (::fsync(fd_) != 0) fail("cannot fsync '" + temp_path_ + "'");
-    const int fd = fd_;
-    fd_ = -1;
-    if (::close(fd) != 0) fail("cannot close '" + temp_path_ + "'");
-    if (std::rename(temp_path_.c_str(), path_.c_str()) != 0)
-      fail("cannot rename '" + temp_path_ + "' to '" + path_ + "'");
-    committed_ = true;
-    sync_directory();
-  }
-
- private:
-  [[noreturn]] void fail(const std::string& what) const {
-    const int err = errno;
-    throw io_error("save '" + path_ + "': " + what + ": " + os_message(err), err);
-  }
-
-  // The rename itself is durable only once the directory entry is on disk.
-  // Some file systems cannot fsync a directory (EINVAL); the data is then as
-  // durable as that file system makes renames.
-  void sync_directory() const {
-    const std::size_t slash = path_.rfind('/');
-    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path_.substr(0, slash);
-    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) fail("cannot open directory '" + dir + "' to fsync it");
-    const int rc = ::fsync(fd);
-    const int err = errno;
-    ::close(fd);
-    errno = err;
-    if (rc != 0 && err != EINVAL) fail("cannot fsync directory '" + dir + "'");
-  }
-
-  std::string path_;
-  std::string temp_path_;
-  int fd_ = -1;
-  bool committed_ = false;
-};
+using detail::atomic_file_sink;
+using detail::byte_sink;
+using detail::vector_sink;
 
 // ---------------------------------------------------------------------------
 // Sources: where read bytes come from. remaining() is known up front (the

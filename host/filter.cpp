@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "host/backend.hpp"
+#include "host/hybrid_backend.hpp"
 
 namespace gbf {
 namespace {
@@ -157,20 +158,36 @@ struct placed_backend {
 placed_backend place(const layout& l, const options& opts) {
   check_layout(l);
   placed_backend placed;
-  backend where = opts.where;
-  std::string reason;
-  if (where == backend::automatic) {
-    const gpu_status gpu = query_gpu();
-    where = gpu.available ? backend::gpu : backend::cpu;
-    reason = gpu.available ? "auto: GPU present" : "auto: no GPU (" + gpu.description + ")";
+  if (opts.where == backend::cpu) {
+    placed.impl = detail::make_cpu_backend(l, opts.simd, opts.cpu_threads, &placed.description);
+    return placed;
   }
-  if (where == backend::gpu) {
+  if (opts.where == backend::gpu) {
     placed.impl = detail::make_gpu_backend(l, opts.gpu_chunk_keys, opts.gpu_streams,
                                            &placed.description);
-  } else {
-    placed.impl = detail::make_cpu_backend(l, opts.simd, opts.cpu_threads, &placed.description);
+    return placed;
   }
-  if (!reason.empty()) placed.description += "; " + reason;
+  const gpu_status gpu = query_gpu();
+  if (!gpu.available) {
+    placed.impl = detail::make_cpu_backend(l, opts.simd, opts.cpu_threads, &placed.description);
+    placed.description += "; auto: no GPU (" + gpu.description + ")";
+    return placed;
+  }
+  const cost_model costs = opts.costs ? *opts.costs : cost_model::for_automatic_backend();
+  // Checked here so that a bad simd / thread request fails at creation, not at
+  // the first batch that wants the mirror.
+  std::string mirror_description;
+  layout one_block = l;
+  one_block.num_blocks = 1;
+  detail::make_cpu_backend(one_block, opts.simd, opts.cpu_threads, &mirror_description);
+  auto make_mirror = [l, opts] {
+    return detail::make_cpu_backend(l, opts.simd, opts.cpu_threads, nullptr);
+  };
+  placed.impl = detail::make_hybrid_backend(
+      detail::make_gpu_backend(l, opts.gpu_chunk_keys, opts.gpu_streams, &placed.description),
+      make_mirror, costs, detail::default_mirror_limit_bytes());
+  placed.description += " + " + mirror_description + " mirror for the host batches the cost model (" +
+                        costs.source + ") gives the CPU; auto: GPU present";
   return placed;
 }
 
@@ -266,6 +283,10 @@ filter filter::copy_to(backend where, const options& opts) const {
 }
 
 backend filter::where() const noexcept { return impl_->kind(); }
+
+dispatch_stats filter::dispatch() const { return impl_->dispatch(); }
+
+void filter::synchronize() const { impl_->synchronize(); }
 
 void filter::add_keys(const detail::key_input& keys) {
   const key_batch batch = make_batch("add", keys);
@@ -366,8 +387,8 @@ void filter::combine(const filter& other, bool is_union) {
                           layout_differences(layout_, other.layout_) + "): " +
                           to_string(layout_) + " vs " + to_string(other.layout_));
   const detail::set_op op = is_union ? detail::set_op::union_or : detail::set_op::intersect_and;
-  if (other.impl_->kind() == impl_->kind()) {
-    impl_->combine(*other.impl_, op);
+  if (const detail::backend_impl* same_side = other.impl_->current_on(impl_->kind())) {
+    impl_->combine(*same_side, op);
   } else {
     const std::vector<std::uint32_t> bits = other.words();
     impl_->combine_host(bits.data(), op);

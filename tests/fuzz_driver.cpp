@@ -59,7 +59,8 @@ std::vector<seed_input> seed_inputs(std::mt19937_64& rng) {
   }
   // Every seed must be accepted unmodified, or the mutations test nothing
   // (a rejection throws out of main and fails the run).
-  const gbf::options cpu{gbf::backend::cpu};
+  gbf::options cpu;
+  cpu.where = gbf::backend::cpu;
   for (const seed_input& s : seeds) {
     if (s.kind == input_kind::native)
       gbf::deserialize(s.data.data(), s.data.size(), cpu);

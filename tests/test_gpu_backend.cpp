@@ -419,6 +419,61 @@ TEST_F(GpuBackend, CudaErrorsNameTheCall) {
 }
 
 // ---------------------------------------------------------------------------
+// The automatic backend on a real GPU (the router itself: test_auto_backend.cpp)
+// ---------------------------------------------------------------------------
+
+TEST_F(GpuBackend, AutomaticFilterRoutesSmallHostBatchesToItsMirrorWithTheSameAnswers) {
+  // GPU 50 us + 1 ns/key, CPU 1 us + 25 ns/key, copies 1 us: small batches go
+  // to the mirror at once, big ones and device batches to the GPU.
+  cost_model m;
+  cost_point p;
+  p.filter_bytes = 1;
+  p.cpu_add = p.cpu_probe = {1e-6, 40e6, 2e9};
+  p.gpu_add = p.gpu_probe = {50e-6, 1e9, 10e9};
+  m.points = {p};
+  m.copy = {1e-6, 1e12};
+  m.source = "test";
+  options o;
+  o.costs = m;
+  filter f = filter::create(200000, 0.01, o);
+  ASSERT_EQ(f.where(), backend::gpu);
+  ASSERT_TRUE(f.dispatch().mirrored) << f.dispatch().mirror_note;
+  EXPECT_NE(f.backend_description().find("mirror"), std::string::npos) << f.backend_description();
+  filter cpu = filter::create(200000, 0.01, [] { options c; c.where = backend::cpu; return c; }());
+
+  const auto big = random_keys(100000, 1);
+  f.add(big.data(), big.size());
+  cpu.add(big.data(), big.size());
+  EXPECT_EQ(f.dispatch().gpu_batches, 1u);
+  for (int i = 0; i < 20; ++i) {
+    const auto small = random_keys(16, 100 + i);
+    f.add(small.data(), small.size());
+    cpu.add(small.data(), small.size());
+  }
+  EXPECT_EQ(f.dispatch().cpu_batches, 20u);
+  // Device keys run on the GPU copy, which must first take the mirror's adds.
+  const auto probe = random_keys(50000, 2);
+  const auto device_probe = to_device(probe.data(), probe.size());
+  device_buffer<bool> device_found(probe.size());
+  f.contains(device_probe.data(), probe.size(), device_found.data());
+  std::unique_ptr<bool[]> want(new bool[probe.size()]);
+  cpu.contains(probe.data(), probe.size(), want.get());
+  const auto host_found = bools_from_device(device_found.data(), probe.size());
+  for (std::size_t i = 0; i < probe.size(); ++i) ASSERT_EQ(host_found[i], want[i]) << i;
+  EXPECT_EQ(f.words(), cpu.words());
+  // merge with a plain GPU filter and with a CPU filter.
+  options g;
+  g.where = backend::gpu;
+  filter other = filter::create(200000, 0.01, g);
+  const auto more = random_keys(1000, 3);
+  other.add(more.data(), more.size());
+  f.merge(other);
+  cpu.merge(other);
+  EXPECT_EQ(f.words(), cpu.words());
+  EXPECT_EQ(f.count(more.data(), more.size()), more.size());
+}
+
+// ---------------------------------------------------------------------------
 // Without a GPU
 // ---------------------------------------------------------------------------
 

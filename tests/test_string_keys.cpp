@@ -585,7 +585,7 @@ TEST_F(StringKeysGpu, BadDeviceOffsetsAreRejectedBeforeAnyBitIsWritten) {
   expect_rejected(f, keys, "offsets[11] = 33 is past the end of the data (data_bytes = 30)",
                   results.data());
 
-  // _async: nothing written, and the next synchronous string call reports it.
+  // _async: nothing written, and the next synchronous call reports it.
   f.add_async(keys, nullptr);
   GBF_CUDA_TRY(cudaDeviceSynchronize());
   EXPECT_EQ(f.bits_set(), 0u);
@@ -595,6 +595,48 @@ TEST_F(StringKeysGpu, BadDeviceOffsetsAreRejectedBeforeAnyBitIsWritten) {
   keys.offsets = good.data();
   EXPECT_THROW((void)f.count(keys), gbf::invalid_argument);
   EXPECT_EQ(f.count(keys), 0u);  // reported once; the good batch now works
+
+  // synchronize() reports it too, and so does an integer operation.
+  keys.offsets = d_offsets.data();
+  f.add_async(keys, nullptr);
+  try {
+    f.synchronize();
+    ADD_FAILURE() << "synchronize() did not report the bad _async batch";
+  } catch (const gbf::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("synchronize: string keys: an earlier _async call had a bad offset at offsets[11]"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_NO_THROW(f.synchronize());
+  f.contains_async(keys, results.data(), nullptr);
+  const std::uint64_t integer_keys[] = {1, 2, 3};
+  EXPECT_THROW((void)f.count(integer_keys, 3), gbf::invalid_argument);
+  EXPECT_EQ(f.count(integer_keys, 3), 0u);
+  EXPECT_EQ(f.bits_set(), 0u);
+}
+
+TEST_F(StringKeysGpu, AutomaticFilterReportsABadAsyncBatchEvenWhenTheNextCallRunsOnTheMirror) {
+  // Copies nearly free and the CPU far cheaper: every host batch runs on the mirror.
+  gbf::cost_model m = gbf::cost_model::defaults();
+  for (gbf::cost_point& p : m.points) p.cpu_probe = p.cpu_add = {1e-9, 1e12, 1e12};
+  m.copy = {1e-9, 1e15};
+  gbf::options o;
+  o.costs = m;
+  gbf::filter f(layout_of(8, 8, 64), o);
+  ASSERT_TRUE(f.dispatch().mirrored);
+  const std::vector<std::int32_t> offsets = {0, 3, 2};
+  const device_buffer<unsigned char> data = to_device(std::vector<unsigned char>(3, 'x'));
+  const device_buffer<std::int32_t> d_offsets = to_device(offsets);
+  gbf::string_keys<std::int32_t> keys;
+  keys.data = data.data();
+  keys.data_bytes = 3;
+  keys.offsets = d_offsets.data();
+  keys.count = 2;
+  f.add_async(keys, nullptr);
+  const std::uint64_t host_keys[] = {7, 8};
+  EXPECT_THROW((void)f.count(host_keys, 2), gbf::invalid_argument);
+  EXPECT_EQ(f.count(host_keys, 2), 0u);
+  EXPECT_GT(f.dispatch().cpu_batches, 0u);
 }
 #endif  // GBF_HAS_CUDA
 

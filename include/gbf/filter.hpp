@@ -18,10 +18,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "gbf/cost_model.hpp"
 #include "gbf/error.hpp"
 #include "gbf/layout.hpp"
 #include "gbf/sizing.hpp"
@@ -41,11 +43,16 @@ enum class cpu_simd { automatic, scalar, avx2 };
 
 /// How a filter is placed and run.
 struct options {
-  backend where = backend::automatic;   ///< automatic: GPU when one is usable, else CPU.
+  /// automatic: on a machine with a usable GPU, the bits live on the GPU and a CPU
+  /// mirror serves the host batches the cost model says the CPU finishes first
+  /// (see cost_model.hpp); without a GPU, the CPU.
+  backend where = backend::automatic;
   cpu_simd simd = cpu_simd::automatic;  ///< CPU kernel; avx2 throws where the CPU lacks it.
   unsigned cpu_threads = 0;             ///< CPU worker threads, 0 = all hardware threads.
   std::size_t gpu_chunk_keys = 0;       ///< Keys per pinned staging chunk for host batches, 0 = 4 Mi.
   unsigned gpu_streams = 0;             ///< Streams overlapping copy/kernel/copy, 0 = 3.
+  /// Costs the automatic backend routes by; empty = cost_model::for_automatic_backend().
+  std::optional<cost_model> costs;
 };
 
 /// Whether a usable GPU exists and, when not, why (e.g. "no CUDA driver").
@@ -78,6 +85,18 @@ struct filter_stats {
   /// estimated_keys > capacity + 3 sqrt(capacity): past capacity beyond the estimate's
   /// noise (about sqrt(n) for n keys), so the FPR is climbing past its target.
   bool over_capacity = false;
+};
+
+/// How an automatic filter shared its work between the GPU and its CPU mirror.
+/// All zero (mirrored false) for a filter on one backend.
+struct dispatch_stats {
+  bool mirrored = false;            ///< Host batches are routed between the GPU and a CPU mirror.
+  std::uint64_t cpu_batches = 0;    ///< Batches run on the CPU mirror.
+  std::uint64_t gpu_batches = 0;    ///< Batches run on the GPU (device keys and _async calls included).
+  std::uint64_t copies_to_cpu = 0;  ///< Whole bit-array copies GPU -> mirror.
+  std::uint64_t copies_to_gpu = 0;  ///< Whole bit-array copies mirror -> GPU.
+  std::uint64_t replays = 0;        ///< Logged adds replayed on the copy that had missed them.
+  std::string mirror_note;          ///< Why the mirror is off, when it is (e.g. too big for host memory).
 };
 
 /// Outcome of recomputing a batch's answers on the CPU.
@@ -166,12 +185,15 @@ class filter {
 
   /// The layout (geometry, hash, seed).
   const layout& get_layout() const noexcept { return layout_; }
-  /// The backend actually in use: cpu or gpu, never automatic.
+  /// The backend holding the bits: cpu or gpu, never automatic (an automatic filter
+  /// with a CPU mirror answers gpu; dispatch() says where its batches ran).
   backend where() const noexcept;
   /// One line naming the backend and why it was chosen, e.g. "cpu (avx2, 16 threads): no GPU: ...".
   const std::string& backend_description() const noexcept { return description_; }
   /// Capacity the filter was sized for, 0 when unknown.
   std::uint64_t capacity() const noexcept { return capacity_; }
+  /// Where an automatic filter ran its batches so far (see dispatch_stats).
+  dispatch_stats dispatch() const;
 
   /// Adds `n` keys (host or device memory).
   template <class Key>
@@ -283,8 +305,8 @@ class filter {
   }
   /// Stream-ordered add of device-resident string keys (GPU backend only). The
   /// offsets are checked on the device before any bit is written; a bad batch
-  /// adds nothing, and the next synchronous string operation on this filter
-  /// throws invalid_argument naming the first bad index.
+  /// adds nothing, and synchronize() or the next synchronous key operation on
+  /// this filter (any key type) throws invalid_argument naming the first bad index.
   template <class Offset>
   void add_async(const string_keys<Offset>& device_keys, stream_t stream) {
     add_keys_async(detail::erase(device_keys), stream);
@@ -307,6 +329,10 @@ class filter {
     return verify_keys(detail::erase(keys), found);
   }
 
+  /// Waits for every _async call on this filter; throws invalid_argument when one of
+  /// them was a string batch with bad offsets (it wrote nothing). No-op on the CPU.
+  void synchronize() const;
+
   /// Sets every bit to zero (keeps layout and capacity; resets keys_added).
   void clear();
   /// this |= other (union). Throws layout_mismatch when the layouts differ.
@@ -320,7 +346,9 @@ class filter {
   filter_stats stats() const;
   /// The bit array as host words (num_words of them, word i of block b at b * W + i).
   std::vector<std::uint32_t> words() const;
-  /// Device address of the bit array (GPU backend only), for custom kernels.
+  /// Device address of the bit array (GPU backend only), for custom kernels. On an
+  /// automatic filter it first brings the GPU copy up to date, and from then on
+  /// every add also runs on the GPU, so the array stays current for those kernels.
   const std::uint32_t* device_words() const;
 
  private:

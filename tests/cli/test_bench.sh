@@ -43,6 +43,39 @@ else
   grep -q "gnuplot not found" err || fail "no note that gnuplot is missing: $(cat err)"
 fi
 
+# The auto row, and the automatic backend's cost model: fitted and saved where
+# there is a GPU, refused with the reason where there is none; never with
+# --no-cost-model.
+GBF_COST_MODEL="$WORK/cache/cost-model" "$GBF" bench --batches 1000,100000 --filter-mib 1 --repeat 1 \
+  --backends cpu,gpu-host,auto --json A.json >out 2>err
+rc=$?
+if python3 -c 'import json,sys; sys.exit(0 if json.load(open("J.json"))["machine"]["gpu"]["available"] else 1)'; then
+  [[ $rc == 0 ]] || fail "bench with auto: exit $rc -- stderr: $(cat err)"
+  grep -q "^cost model: saved to $WORK/cache/cost-model" out || fail "no cost model saved: $(cat out)"
+  head -1 "$WORK/cache/cost-model" | grep -q "^gbf-cost-model 1$" || fail "cost model file: $(cat "$WORK/cache/cost-model")"
+  grep -q "auto ran" out || fail "auto rows do not say where they ran: $(cat out)"
+else
+  # gpu-host needs a GPU: the run refuses it; auto alone runs on the CPU.
+  [[ $rc == 1 ]] || fail "bench --backends gpu-host without a GPU: exit $rc (want 1)"
+  GBF_COST_MODEL="$WORK/cache/cost-model" "$GBF" bench --batches 1000,100000 --filter-mib 1 --repeat 1 \
+    --backends cpu,auto --json A.json >out 2>err
+  rc=$?
+  [[ $rc == 0 ]] || fail "bench --backends cpu,auto: exit $rc -- stderr: $(cat err)"
+  grep -q "^cost model: not saved: no GPU" out || fail "no 'not saved: no GPU' line: $(cat out)"
+  [[ ! -e "$WORK/cache/cost-model" ]] || fail "a cost model was written without a GPU"
+  python3 - A.json <<'PY' || fail "A.json auto rows"
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+auto = [r for r in rows if r["backend"] == "auto"]
+assert len(auto) == 4 and all(r["verification"] == "ok" for r in auto), auto
+assert all("one backend" in r["routing"] for r in auto), auto
+PY
+fi
+GBF_COST_MODEL="$WORK/cache/other" "$GBF" bench --batches 1000,10000 --filter-mib 1 --repeat 1 --backends cpu1 \
+  --no-cost-model >out 2>err || fail "bench --no-cost-model failed: $(cat err)"
+! grep -q "^cost model" out || fail "--no-cost-model still reports a cost model: $(cat out)"
+[[ ! -e "$WORK/cache/other" ]] || fail "--no-cost-model wrote a cost model"
+
 # Usage errors exit 2.
 for args in "--batches 0" "--batches abc" "--batches 1.5" "--filter-mib -1" "--ops insert" \
             "--backends tpu" "--repeat 0" "--fpp 2" "--no-such-option"; do
