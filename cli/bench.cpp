@@ -48,6 +48,7 @@
 #include "cli/text.hpp"
 #include "gbf/cost_model.hpp"
 #include "gbf/filter.hpp"
+#include "host/backend.hpp"
 #if defined(GBF_HAS_CUDA)
 #include "host/cuda_runtime.hpp"
 #endif
@@ -540,11 +541,14 @@ const row* find_row(const std::vector<row>& rows, engine e, op o, double mib, st
   return nullptr;
 }
 
-fit fit_model(const std::vector<row>& rows, engine e, op o, double mib) {
+/// t(n) = a + n / R through the smallest and the largest batch of (e, o, mib) up
+/// to `max_batch` keys.
+fit fit_model(const std::vector<row>& rows, engine e, op o, double mib,
+              std::uint64_t max_batch = UINT64_MAX) {
   const row* first = nullptr;
   const row* last = nullptr;
   for (const row& r : rows) {
-    if (r.backend != e || r.operation != o || r.filter_mib != mib) continue;
+    if (r.backend != e || r.operation != o || r.filter_mib != mib || r.batch > max_batch) continue;
     if (first == nullptr || r.batch < first->batch) first = &r;
     if (last == nullptr || r.batch > last->batch) last = &r;
   }
@@ -834,23 +838,32 @@ double copy_seconds(std::uint64_t bytes) {
 }
 
 /// The cost model the rows imply, for the automatic backend: per filter size,
-/// the 2-point fits of the 'cpu' rows (else 'cpu1') and the 'gpu-host' rows, and a
-/// copy cost measured at the smallest and the largest filter size. String
-/// throughput is not measured here and keeps the built-in values. Empty, with
-/// the reason in `why`, when the rows do not determine it.
-std::optional<cost_model> fitted_cost_model(const std::vector<row>& rows, const std::vector<filter_case>& cases,
-                                            const gpu_status& gpu, std::string* why) {
+/// 2-point fits of the 'gpu-host' rows and of the 'cpu' rows (the mirror's
+/// all-thread CPU backend) and a copy cost measured at the smallest and the
+/// largest filter size. The CPU fit only uses batches the CPU backend runs on
+/// one thread (under 2 * min_keys_per_thread keys): the routing matters around
+/// the crossover, and a line through a multi-threaded large batch would price
+/// those small batches several times too low. String throughput is not
+/// measured here and keeps the built-in values. Empty, with the reason in
+/// `why`, when the rows do not determine it.
+std::optional<cost_model> fitted_cost_model(const bench_options& opts, const std::vector<row>& rows,
+                                            const std::vector<filter_case>& cases, const gpu_status& gpu,
+                                            std::string* why) {
   if (!gpu.available) {
     *why = "no GPU (" + gpu.description + ")";
+    return std::nullopt;
+  }
+  if (opts.threads != 0 && opts.threads != std::thread::hardware_concurrency()) {
+    *why = "--threads " + std::to_string(opts.threads) +
+           " differs from the mirror's thread count (all hardware threads)";
     return std::nullopt;
   }
   const cost_model defaults = cost_model::defaults();
   cost_model m;
   for (const filter_case& c : cases) {
-    const engine cpu =
-        std::isfinite(fit_model(rows, engine::cpu, op::add, c.mib).rate) ? engine::cpu : engine::cpu1;
-    const fit cpu_add = fit_model(rows, cpu, op::add, c.mib);
-    const fit cpu_probe = fit_model(rows, cpu, op::contains, c.mib);
+    const std::uint64_t one_thread = 2 * detail::min_keys_per_thread - 1;
+    const fit cpu_add = fit_model(rows, engine::cpu, op::add, c.mib, one_thread);
+    const fit cpu_probe = fit_model(rows, engine::cpu, op::contains, c.mib, one_thread);
     const fit gpu_add = fit_model(rows, engine::gpu_host, op::add, c.mib);
     const fit gpu_probe = fit_model(rows, engine::gpu_host, op::contains, c.mib);
     bool complete = true;
@@ -866,7 +879,8 @@ std::optional<cost_model> fitted_cost_model(const std::vector<row>& rows, const 
     m.points.push_back(p);
   }
   if (m.points.empty()) {
-    *why = "needs 'cpu' (or 'cpu1') and 'gpu-host' rows for add and contains at two or more batch sizes";
+    *why = "needs 'cpu' and 'gpu-host' rows for add and contains at two or more batch sizes, two of "
+           "the 'cpu' ones under " + with_commas(2 * detail::min_keys_per_thread) + " keys";
     return std::nullopt;
   }
   const std::uint64_t small = m.points.front().filter_bytes;
@@ -960,19 +974,23 @@ int run_bench(const bench_options& opts) {
   }
   std::vector<std::string> skipped;
   const std::uint64_t avail = host_available_bytes();
+  // auto rows on a GPU machine hold a third host copy of the filter: the mirror.
+  const bool auto_mirror = gpu.available && std::find(engines.begin(), engines.end(), engine::automatic) != engines.end();
+  const std::uint64_t host_copies = auto_mirror ? 3 : 2;
   if (avail != 0) {
     // Host: add keys + probe keys (8 B each) + answers (1 B) per key of the largest batch,
-    // plus a CPU filter and one host copy of its words, plus 512 MiB of slack.
-    while (!cases.empty() && 2 * cases.back().shape.size_bytes() + (512ULL << 20) > avail * 9 / 10) {
+    // plus a CPU filter and one host copy of its words (and the auto row's mirror),
+    // plus 512 MiB of slack.
+    while (!cases.empty() && host_copies * cases.back().shape.size_bytes() + (512ULL << 20) > avail * 9 / 10) {
       const std::string text = "skipped the " + mib_text(cases.back().mib) + " filter: needs " +
-                               with_commas((2 * cases.back().shape.size_bytes() + (512ULL << 20)) >> 20) +
+                               with_commas((host_copies * cases.back().shape.size_bytes() + (512ULL << 20)) >> 20) +
                                " MiB of host memory, " + with_commas(avail >> 20) + " MiB available";
       std::fprintf(stderr, "gbf bench: %s\n", text.c_str());
       skipped.push_back(text);
       cases.pop_back();
     }
     if (cases.empty()) throw usage_error("--filter-mib: no filter size fits in host memory");
-    const std::uint64_t fixed = 2 * cases.back().shape.size_bytes() + (512ULL << 20);
+    const std::uint64_t fixed = host_copies * cases.back().shape.size_bytes() + (512ULL << 20);
     while (!batches.empty() && fixed + 17 * batches.back() > avail * 9 / 10) {
       const std::string text = "skipped batch " + human_batch(batches.back()) + ": needs " +
                                with_commas((fixed + 17 * batches.back()) >> 20) + " MiB of host memory, " +
@@ -1026,17 +1044,24 @@ int run_bench(const bench_options& opts) {
   // --- the automatic backend's cost model --------------------------------------
   if (opts.save_cost_model) {
     std::string why;
-    const std::optional<cost_model> fitted = ok ? fitted_cost_model(rows, cases, gpu, &why) : std::nullopt;
+    const std::optional<cost_model> fitted = ok ? fitted_cost_model(opts, rows, cases, gpu, &why) : std::nullopt;
     if (!ok) why = "verification failed";
     const std::string path = opts.cost_model.empty() ? cost_model::default_path() : opts.cost_model;
+    bool saved = false;
     if (fitted) {
-      fitted->save(path, "fitted by gbf bench: cpu " + cpu_model() + ", gpu " + gpu.description);
+      try {
+        fitted->save(path, "fitted by gbf bench: cpu " + cpu_model() + ", gpu " + gpu.description);
+        saved = true;
+      } catch (const error& e) {
+        why = e.what();  // the results below are still written
+      }
+    }
+    if (saved)
       std::printf("cost model: saved to %s (%zu filter size%s, copy %s + bytes / %sB/s); backend::automatic reads it\n",
                   path.c_str(), fitted->points.size(), fitted->points.size() == 1 ? "" : "s",
                   human_time(fitted->copy.fixed_s).c_str(), human_rate(fitted->copy.bytes_per_s).c_str());
-    } else {
+    else
       std::printf("cost model: not saved: %s\n", why.c_str());
-    }
   }
 
   if (!opts.json.empty()) {

@@ -67,6 +67,10 @@ GBF_HD inline bool key_valid(const std::uint8_t* validity, std::size_t bit, std:
 std::string bad_offset_message(std::size_t index, std::int64_t value, std::int64_t previous,
                                std::size_t data_bytes);
 
+/// Keys below which one more CPU thread costs more than it saves (thread start is
+/// ~10 us): the CPU backend runs batches under 2 * min_keys_per_thread on one thread.
+constexpr std::uint64_t min_keys_per_thread = std::uint64_t{1} << 16;
+
 /// Word-wise set operation applied by combine: union (OR) or intersection (AND).
 enum class set_op { union_or, intersect_and };
 
@@ -115,8 +119,9 @@ class backend_impl {
   virtual void select_async(const key_batch& keys, std::uint64_t* rows, std::uint64_t* count,
                             stream_t stream) const;
   virtual const std::uint32_t* device_words() const;
-  /// Waits for every _async call's work; throws the deferred error of a bad _async string batch.
-  virtual void synchronize() const {}
+  /// Waits for every _async call's work; throws the deferred error of a bad _async
+  /// string batch, its message starting with `what` (the operation that reports it).
+  virtual void synchronize(const char* /*what*/) const {}
 
   /// The CPU backend's own bit array (num_words host words), nullptr on a GPU:
   /// lets a mirror copy straight into it or out of it.

@@ -7,12 +7,15 @@
 //   point <filter_bytes> <cpu_add> <cpu_probe> <gpu_add> <gpu_probe>
 //
 // where each of the four costs is three numbers: fixed_s keys_per_s bytes_per_s.
-// At least one point; points in any order (they are sorted on load).
+// At least one point; points in any order (they are sorted on load). Numbers
+// are written and read with std::to_chars / from_chars: the file is the same
+// whatever the process's locale, and doubles round-trip exactly.
 #include "gbf/cost_model.hpp"
 
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -51,17 +54,19 @@ cost_point default_point(std::uint64_t filter_bytes, double cpu_keys_per_s) {
   return p;
 }
 
+bool finite_positive(double v) { return std::isfinite(v) && v > 0; }
+
 std::string call_cost_problem(const call_cost& c, const std::string& name) {
   if (!(std::isfinite(c.fixed_s) && c.fixed_s >= 0)) return name + ".fixed_s is not a finite number >= 0";
-  if (!(c.keys_per_s > 0)) return name + ".keys_per_s is not > 0";
-  if (!(c.bytes_per_s > 0)) return name + ".bytes_per_s is not > 0";
+  if (!finite_positive(c.keys_per_s)) return name + ".keys_per_s is not a finite number > 0";
+  if (!finite_positive(c.bytes_per_s)) return name + ".bytes_per_s is not a finite number > 0";
   return {};
 }
 
 std::string number(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
+  char buf[64];
+  const std::to_chars_result r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
 }
 
 std::string costs_text(const call_cost& c) {
@@ -92,7 +97,7 @@ std::string cost_model::problem() const {
     }
   }
   if (!(std::isfinite(copy.fixed_s) && copy.fixed_s >= 0)) return "copy.fixed_s is not a finite number >= 0";
-  if (!(copy.bytes_per_s > 0)) return "copy.bytes_per_s is not > 0";
+  if (!finite_positive(copy.bytes_per_s)) return "copy.bytes_per_s is not a finite number > 0";
   return {};
 }
 
@@ -119,16 +124,15 @@ std::string cost_model::default_path() {
 void cost_model::save(const std::string& path, const std::string& comment) const {
   if (const std::string bad = problem(); !bad.empty())
     throw invalid_argument("cost_model::save: invalid model: " + bad);
-  std::ostringstream text;
-  text << magic << " " << version << "\n";
+  std::string text = std::string(magic) + " " + std::to_string(version) + "\n";
   std::istringstream lines(comment);
-  for (std::string line; std::getline(lines, line);) text << "# " << line << "\n";
-  text << "# copy <fixed_s> <bytes_per_s>\n"
-       << "# point <filter_bytes> then cpu_add cpu_probe gpu_add gpu_probe, each <fixed_s> <keys_per_s> <bytes_per_s>\n";
-  text << "copy " << number(copy.fixed_s) << " " << number(copy.bytes_per_s) << "\n";
+  for (std::string line; std::getline(lines, line);) text += "# " + line + "\n";
+  text += "# copy <fixed_s> <bytes_per_s>\n"
+          "# point <filter_bytes> then cpu_add cpu_probe gpu_add gpu_probe, each <fixed_s> <keys_per_s> <bytes_per_s>\n";
+  text += "copy " + number(copy.fixed_s) + " " + number(copy.bytes_per_s) + "\n";
   for (const cost_point& p : points)
-    text << "point " << p.filter_bytes << "  " << costs_text(p.cpu_add) << "  " << costs_text(p.cpu_probe)
-         << "  " << costs_text(p.gpu_add) << "  " << costs_text(p.gpu_probe) << "\n";
+    text += "point " + std::to_string(p.filter_bytes) + "  " + costs_text(p.cpu_add) + "  " +
+            costs_text(p.cpu_probe) + "  " + costs_text(p.gpu_add) + "  " + costs_text(p.gpu_probe) + "\n";
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) {
     std::error_code ec;
@@ -138,8 +142,7 @@ void cost_model::save(const std::string& path, const std::string& comment) const
                      ec.value());
   }
   detail::atomic_file_sink out(path);
-  const std::string bytes = text.str();
-  out.write(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+  out.write(reinterpret_cast<const std::uint8_t*>(text.data()), text.size());
   out.commit();
 }
 
@@ -159,11 +162,15 @@ cost_model cost_model::load(const std::string& path) {
     std::istringstream fields(line);
     std::string keyword;
     if (!(fields >> keyword) || keyword[0] == '#') continue;
-    auto read = [&](double& v, const char* name) {
+    auto read = [&](auto& v, const char* name) {
       std::string token;
-      char* end = nullptr;
-      if (!(fields >> token) || (v = std::strtod(token.c_str(), &end), *end != '\0'))
-        throw format_error(where + "expected a number for " + name);
+      const char* end = token.data();
+      if (fields >> token) {
+        end = token.data() + token.size();
+        const std::from_chars_result r = std::from_chars(token.data(), end, v);
+        if (r.ec == std::errc() && r.ptr == end) return;
+      }
+      throw format_error(where + "expected a number for " + name);
     };
     if (!have_magic) {
       int v = 0;
@@ -179,11 +186,12 @@ cost_model cost_model::load(const std::string& path) {
       have_copy = true;
     } else if (keyword == "point") {
       cost_point p;
-      double bytes = 0;
-      read(bytes, "filter_bytes");
-      if (!(bytes >= 1 && bytes <= 1e18 && bytes == std::floor(bytes)))
+      std::string token;
+      fields >> token;
+      const std::from_chars_result r =
+          std::from_chars(token.data(), token.data() + token.size(), p.filter_bytes);
+      if (token.empty() || r.ec != std::errc() || r.ptr != token.data() + token.size() || p.filter_bytes == 0)
         throw format_error(where + "filter_bytes must be a whole number >= 1");
-      p.filter_bytes = static_cast<std::uint64_t>(bytes);
       for (auto [cost, name] : {std::pair{&p.cpu_add, "cpu_add"}, std::pair{&p.cpu_probe, "cpu_probe"},
                                 std::pair{&p.gpu_add, "gpu_add"}, std::pair{&p.gpu_probe, "gpu_probe"}}) {
         const std::string prefix = std::string(name) + " ";

@@ -76,8 +76,7 @@ std::uint64_t count_bits(const std::uint32_t* words, std::uint64_t n) {
   return count_bits_loop(words, n);
 }
 
-/// Keys below which one more thread costs more than it saves (thread start is ~10 us).
-constexpr std::uint64_t min_keys_per_thread = std::uint64_t{1} << 16;
+using detail::min_keys_per_thread;
 /// Words (4 MiB) below which popcount and combine stay on fewer threads.
 constexpr std::uint64_t min_words_per_thread = std::uint64_t{1} << 20;
 /// add_new's threads keep this many hashes at a time (32 MiB), bounding its

@@ -326,9 +326,9 @@ class cuda_backend final : public backend_impl {
 
   const std::uint32_t* device_words() const override { return words_.data(); }
 
-  void synchronize() const override {
+  void synchronize(const char* what) const override {
     run_on_main([](cudaStream_t) {});  // main waits for every _async call's stream
-    report_async_string_error("synchronize");
+    report_async_string_error(what);
   }
 
  private:

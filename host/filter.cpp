@@ -286,7 +286,7 @@ backend filter::where() const noexcept { return impl_->kind(); }
 
 dispatch_stats filter::dispatch() const { return impl_->dispatch(); }
 
-void filter::synchronize() const { impl_->synchronize(); }
+void filter::synchronize() const { impl_->synchronize("synchronize"); }
 
 void filter::add_keys(const detail::key_input& keys) {
   const key_batch batch = make_batch("add", keys);

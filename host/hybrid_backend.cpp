@@ -44,8 +44,13 @@ class add_log {
   std::size_t bytes() const noexcept {
     return u32_.size() * 4 + u64_.size() * 8 + offsets_.size() * 8 + string_bytes_.size();
   }
+  std::size_t u32_keys() const noexcept { return u32_.size(); }
+  std::size_t u64_keys() const noexcept { return u64_.size(); }
+  std::size_t string_keys() const noexcept { return offsets_.size() - 1; }
+  std::size_t string_bytes() const noexcept { return string_bytes_.size(); }
 
-  /// Appends the non-null keys of a host batch.
+  /// Appends the non-null keys of a host batch. May throw bad_alloc, after which
+  /// the log is inconsistent and must be cleared.
   void append(const key_batch& keys) {
     switch (keys.kind) {
       case key_kind::u32: {
@@ -155,63 +160,63 @@ class hybrid_backend final : public backend_impl {
   const layout& get_layout() const noexcept override { return gpu_.impl->get_layout(); }
 
   void add(const key_batch& keys) override {
-    replica& r = route(keys, work::add);
-    r.impl->add(keys);
+    replica& r = route(keys, work::add, "add");
+    write_on(r, [&] { r.impl->add(keys); });
     after_write(r, keys);
   }
 
   void add_new(const key_batch& keys, bool* is_new) override {
-    replica& r = route(keys, work::add);
-    r.impl->add_new(keys, is_new);
+    replica& r = route(keys, work::add, "add_new");
+    write_on(r, [&] { r.impl->add_new(keys, is_new); });
     after_write(r, keys);
   }
 
   void contains(const key_batch& keys, bool* found) const override {
-    replica& r = route(keys, work::probe);
+    replica& r = route(keys, work::probe, "contains");
     r.impl->contains(keys, found);
     after_read(r);
   }
 
   std::uint64_t count(const key_batch& keys) const override {
-    replica& r = route(keys, work::probe);
+    replica& r = route(keys, work::probe, "count");
     const std::uint64_t hits = r.impl->count(keys);
     after_read(r);
     return hits;
   }
 
   std::uint64_t select(const key_batch& keys, std::uint64_t* rows) const override {
-    replica& r = route(keys, work::probe);
+    replica& r = route(keys, work::probe, "select");
     const std::uint64_t hits = r.impl->select(keys, rows);
     after_read(r);
     return hits;
   }
 
   void clear() override {
-    gpu_.impl->clear();
-    reset_both([](backend_impl& mirror) { mirror.clear(); });
+    reset_both([](backend_impl& copy) { copy.clear(); });
   }
 
   void write_words(const std::uint32_t* in) override {
-    gpu_.impl->write_words(in);
-    reset_both([in](backend_impl& mirror) { mirror.write_words(in); });
+    reset_both([in](backend_impl& copy) { copy.write_words(in); });
   }
 
   // `other` is a GPU backend (what current_on(gpu) gave): the set operation runs there.
   void combine(const backend_impl& other, set_op op) override {
     bring_current(gpu_);
-    gpu_.impl->combine(other, op);
     make_stale(cpu_);
+    gpu_.impl->combine(other, op);
   }
 
   void combine_host(const std::uint32_t* words, set_op op) override {
     bring_current(gpu_);
-    gpu_.impl->combine_host(words, op);
     // A current mirror takes the same operation (a memory pass); a log would not
     // commute with an intersection, so a behind mirror is dropped to stale.
-    if (cpu_.state == freshness::current)
+    const bool mirror_too = cpu_.state == freshness::current;
+    make_stale(cpu_);
+    gpu_.impl->combine_host(words, op);
+    if (mirror_too) {
       cpu_.impl->combine_host(words, op);
-    else
-      make_stale(cpu_);
+      cpu_.state = freshness::current;
+    }
   }
 
   std::uint64_t popcount() const override {
@@ -230,9 +235,10 @@ class hybrid_backend final : public backend_impl {
   // synchronous call; async_strings_ makes sure there is one even when the
   // next batch runs on the mirror.
   void add_async(const key_batch& keys, stream_t stream) override {
-    run_on_gpu().impl->add_async(keys, stream);
+    backend_impl& gpu = *run_on_gpu().impl;
+    if (keys.count != 0) make_stale(cpu_);
+    gpu.add_async(keys, stream);
     async_strings_ = async_strings_ || keys.is_string();
-    make_stale(cpu_);
   }
   void contains_async(const key_batch& keys, bool* found, stream_t stream) const override {
     run_on_gpu().impl->contains_async(keys, found, stream);
@@ -248,9 +254,9 @@ class hybrid_backend final : public backend_impl {
     async_strings_ = async_strings_ || keys.is_string();
   }
 
-  void synchronize() const override {
+  void synchronize(const char* what) const override {
     async_strings_ = false;
-    gpu_.impl->synchronize();
+    gpu_.impl->synchronize(what);
   }
 
   const std::uint32_t* device_words() const override {
@@ -283,9 +289,15 @@ class hybrid_backend final : public backend_impl {
     return cost_row(r, w).seconds(static_cast<double>(keys.count), string_bytes(keys));
   }
 
+  /// The adds of r's log, one call per key kind in it.
   double replay_seconds(const replica& r) const {
+    const call_cost& add = cost_row(r, work::add);
+    const add_log& log = r.missed;
     double s = 0;
-    for (const key_batch& b : r.missed.batches()) s += call_seconds(r, work::add, b);
+    if (log.u32_keys()) s += add.seconds(static_cast<double>(log.u32_keys()));
+    if (log.u64_keys()) s += add.seconds(static_cast<double>(log.u64_keys()));
+    if (log.string_keys())
+      s += add.seconds(static_cast<double>(log.string_keys()), static_cast<double>(log.string_bytes()));
     return s;
   }
 
@@ -305,9 +317,10 @@ class hybrid_backend final : public backend_impl {
     return *(gpu_.state == freshness::current ? gpu_ : cpu_).impl;
   }
 
-  /// Picks the copy a batch runs on and brings it up to date.
-  replica& route(const key_batch& keys, work w) const {
-    if (async_strings_) synchronize();
+  /// Picks the copy a batch runs on and brings it up to date. `what` names the
+  /// operation in a deferred error of an earlier _async string call.
+  replica& route(const key_batch& keys, work w, const char* what) const {
+    if (async_strings_) synchronize(what);
     const bool gpu_only = keys.space == memory_space::device ||
                           (w == work::add && writes_pinned_to_gpu_) || !mirror_usable();
     if (gpu_only) return run_on_gpu();
@@ -329,26 +342,50 @@ class hybrid_backend final : public backend_impl {
     return gpu_;
   }
 
+  /// Runs a write on `r`. A write that fails partway may have set some of its
+  /// bits on r and none on the other copy: r, a superset of what the other
+  /// holds, stays the one current copy.
+  template <class Write>
+  void write_on(replica& r, Write&& write) {
+    try {
+      write();
+    } catch (...) {
+      make_stale(other_of(r));
+      throw;
+    }
+  }
+
   /// The copy that ran a write is current; the other misses these keys.
   void after_write(replica& ran, const key_batch& keys) {
     replica& other = other_of(ran);
-    if (other.state == freshness::stale || keys.space == memory_space::device) {
-      make_stale(other);
-    } else if (other.missed.bytes() + log_bytes(keys) > log_limit_bytes_) {
+    if (other.state == freshness::stale || keys.space == memory_space::device ||
+        other.missed.bytes() + log_bytes(keys) > log_limit_bytes_) {
       make_stale(other);
     } else {
-      other.missed.append(keys);
-      other.state = freshness::behind;
+      try {
+        other.missed.append(keys);
+        other.state = freshness::behind;
+      } catch (const std::bad_alloc&) {
+        make_stale(other);  // no room for the log: a copy will catch it up instead
+      }
     }
     after_read(ran);
   }
 
   /// Buys the other copy once the regret of not having it reaches its price.
+  /// The batch itself has succeeded: a copy that fails leaves the other copy
+  /// stale and starts its regret afresh, and does not fail the call.
   void after_read(const replica& ran) const {
     replica& other = other_of(ran);
     if (other.state != freshness::stale || other.regret_s < copy_seconds()) return;
     if (!other.is_gpu && !have_mirror()) return;
-    copy_into(other);
+    try {
+      copy_into(other);
+    } catch (const error&) {
+      other.regret_s = 0;
+    } catch (const std::bad_alloc&) {
+      other.regret_s = 0;
+    }
   }
 
   static std::size_t log_bytes(const key_batch& keys) {
@@ -416,19 +453,20 @@ class hybrid_backend final : public backend_impl {
     make_stale(cpu_);
   }
 
-  /// After clear / write_words: the GPU holds `apply`'s result, and so does an existing mirror.
+  /// clear / write_words: `apply` replaces every bit, on the GPU copy and on an
+  /// existing mirror; the mirror is current again only once its apply has succeeded.
   template <class Apply>
   void reset_both(Apply&& apply) {
-    gpu_.state = freshness::current;
+    make_stale(cpu_);
+    // Whatever apply leaves on the GPU, even if it fails partway, is the filter now.
     gpu_.missed.clear();
     gpu_.regret_s = 0;
+    gpu_.state = freshness::current;
+    apply(*gpu_.impl);
     if (cpu_.impl) {
       apply(*cpu_.impl);
-      cpu_.missed.clear();
       cpu_.regret_s = 0;
       cpu_.state = freshness::current;
-    } else {
-      make_stale(cpu_);
     }
   }
 

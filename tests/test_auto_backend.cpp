@@ -37,7 +37,16 @@ class fake_gpu final : public backend_impl {
 
   backend kind() const noexcept override { return backend::gpu; }
   const layout& get_layout() const noexcept override { return cpu_->get_layout(); }
-  void add(const key_batch& k) override { cpu_->add(host(k)); }
+  void add(const key_batch& k) override {
+    if (fail_adds) {
+      // Half the batch lands, then the "device" fails: a write that fails partway.
+      key_batch half = host(k);
+      half.count /= 2;
+      cpu_->add(half);
+      throw cuda_error("add: injected failure", 700);
+    }
+    cpu_->add(host(k));
+  }
   void add_new(const key_batch& k, bool* is_new) override { cpu_->add_new(host(k), is_new); }
   void contains(const key_batch& k, bool* found) const override { cpu_->contains(host(k), found); }
   std::uint64_t count(const key_batch& k) const override { return cpu_->count(host(k)); }
@@ -52,7 +61,10 @@ class fake_gpu final : public backend_impl {
   }
   void combine_host(const std::uint32_t* words, set_op op) override { cpu_->combine_host(words, op); }
   std::uint64_t popcount() const override { return cpu_->popcount(); }
-  void read_words(std::uint32_t* out) const override { cpu_->read_words(out); }
+  void read_words(std::uint32_t* out) const override {
+    if (fail_reads) throw cuda_error("read_words: injected failure", 700);
+    cpu_->read_words(out);
+  }
   void write_words(const std::uint32_t* in) override { cpu_->write_words(in); }
   void add_async(const key_batch& k, stream_t) override { cpu_->add(host(k)); }
   void contains_async(const key_batch& k, bool* found, stream_t) const override {
@@ -66,15 +78,17 @@ class fake_gpu final : public backend_impl {
   }
   const std::uint32_t* device_words() const override { return cpu_->host_words(); }
   // Stands for the CUDA backend's deferred error of a bad _async string batch.
-  void synchronize() const override {
+  void synchronize(const char* what) const override {
     ++synchronizations;
     if (deferred_error) {
       deferred_error = false;
-      throw invalid_argument("synchronize: deferred");
+      throw invalid_argument(std::string(what) + ": deferred");
     }
   }
   mutable int synchronizations = 0;
   mutable bool deferred_error = false;
+  bool fail_adds = false;
+  bool fail_reads = false;
 
  private:
   static key_batch host(key_batch k) {
@@ -213,15 +227,20 @@ TEST(AutoBackend, RandomOperationSequencesMatchAPlainFilterBitForBit) {
             break;
           }
           case 7: {
-            // A set operation with another filter's host words.
+            // A set operation with another filter's host words (AND clears bits
+            // of ours that it lacks), or replacing the words outright.
             auto other = make_cpu_backend(l, cpu_simd::scalar, 1, nullptr);
-            other->add(batch_of(random_keys(200, seed)));
-            std::vector<std::uint32_t> words = words_of(*plain);
-            other->combine_host(words.data(), set_op::union_or);  // a superset: AND keeps the bits
-            const set_op op = rng() % 2 ? set_op::union_or : set_op::intersect_and;
+            other->add(batch_of(random_keys(static_cast<std::size_t>(num_blocks) * 4, seed)));
             const std::vector<std::uint32_t> other_words = words_of(*other);
-            routed->combine_host(other_words.data(), op);
-            plain->combine_host(other_words.data(), op);
+            const unsigned which = rng() % 3;
+            if (which == 2) {
+              routed->write_words(other_words.data());
+              plain->write_words(other_words.data());
+            } else {
+              const set_op op = which == 0 ? set_op::union_or : set_op::intersect_and;
+              routed->combine_host(other_words.data(), op);
+              plain->combine_host(other_words.data(), op);
+            }
             break;
           }
           case 8:
@@ -462,6 +481,56 @@ TEST(AutoBackend, AnAsyncStringCallIsCheckedOnTheGpuBeforeTheNextBatchRunsOnTheM
   EXPECT_EQ(f->count(batch_of(keys)), 10u);  // reported once
   EXPECT_EQ(device->synchronizations, 1);
   EXPECT_GT(f->dispatch().cpu_batches, 1u);
+}
+
+TEST(AutoBackend, AWriteThatFailsPartwayLeavesOneCurrentCopy) {
+  const layout l = test_layout();
+  auto gpu = std::make_unique<fake_gpu>(l);
+  fake_gpu* device = gpu.get();
+  auto f = make_hybrid_backend(
+      std::move(gpu), [l] { return make_cpu_backend(l, cpu_simd::scalar, 1, nullptr); }, typical,
+      std::uint64_t{1} << 40);
+  const auto small = random_keys(10, 19);
+  answers found(new bool[10]);
+  f->add(batch_of(small));  // the GPU, and then small probes until the mirror is bought
+  while (f->dispatch().copies_to_cpu == 0) f->contains(batch_of(small), found.get());
+  const auto big = random_keys(100000, 20);  // big: the GPU
+  device->fail_adds = true;
+  EXPECT_THROW(f->add(batch_of(big)), cuda_error);
+  device->fail_adds = false;
+  // The first half landed on the GPU copy. A small probe would run on the
+  // mirror if it were still marked current, and miss those keys; it is stale,
+  // so the probe runs on the GPU and agrees with a device probe.
+  const std::vector<std::uint64_t> landed(big.begin(), big.begin() + 5);
+  answers on_cpu(new bool[5]), on_gpu(new bool[5]);
+  f->contains(batch_of(landed), on_cpu.get());
+  f->contains(batch_of(landed, memory_space::device), on_gpu.get());
+  EXPECT_TRUE(std::equal(on_cpu.get(), on_cpu.get() + 5, on_gpu.get()));
+  EXPECT_TRUE(std::all_of(on_cpu.get(), on_cpu.get() + 5, [](bool b) { return b; }));
+  EXPECT_EQ(f->dispatch().copies_to_cpu, 1u);
+}
+
+TEST(AutoBackend, AFailedOpportunisticCopyDoesNotFailTheCall) {
+  const layout l = test_layout();
+  auto gpu = std::make_unique<fake_gpu>(l);
+  fake_gpu* device = gpu.get();
+  auto f = make_hybrid_backend(
+      std::move(gpu), [l] { return make_cpu_backend(l, cpu_simd::scalar, 1, nullptr); }, typical,
+      std::uint64_t{1} << 40);
+  const auto small = random_keys(10, 21);
+  f->add(batch_of(small));
+  device->fail_reads = true;  // GPU -> mirror copies fail
+  answers found(new bool[10]);
+  for (int call = 0; call < 50; ++call) {  // the regret reaches the copy's price at the 21st
+    ASSERT_NO_THROW(f->contains(batch_of(small), found.get())) << call;
+    ASSERT_TRUE(std::all_of(found.get(), found.get() + 10, [](bool b) { return b; }));
+  }
+  EXPECT_EQ(f->dispatch().copies_to_cpu, 0u);
+  EXPECT_EQ(f->dispatch().cpu_batches, 0u);
+  device->fail_reads = false;
+  for (int call = 0; call < 50; ++call) f->contains(batch_of(small), found.get());
+  EXPECT_EQ(f->dispatch().copies_to_cpu, 1u);
+  EXPECT_GT(f->dispatch().cpu_batches, 0u);
 }
 
 TEST(AutoBackend, NoMirrorAboveTheMemoryLimitOrWhenItCannotBeAllocated) {

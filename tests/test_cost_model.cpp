@@ -7,9 +7,12 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
+#include <locale>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 
 #include "gbf/cost_model.hpp"
@@ -170,7 +173,11 @@ TEST_F(CostModel, BadFilesAreRefusedNamingTheProblem) {
       {"duplicate point", "gbf-cost-model 1\ncopy 1e-5 1e10\n" + good_point + good_point,
        "points[1].filter_bytes is not above"},
       {"zero rate", "gbf-cost-model 1\ncopy 1e-5 1e10\npoint 1024 1e-6 0 1e9 1e-6 1e8 1e9 4e-5 1e9 1e10 5e-5 1e9 1e10\n",
-       "points[0].cpu_add.keys_per_s is not > 0"},
+       "points[0].cpu_add.keys_per_s is not a finite number > 0"},
+      {"infinite copy rate", "gbf-cost-model 1\ncopy 0 inf\n" + good_point,
+       "copy.bytes_per_s is not a finite number > 0"},
+      {"negative size", "gbf-cost-model 1\ncopy 1e-5 1e10\npoint -5 1 1 1 1 1 1 1 1 1 1 1 1\n",
+       "filter_bytes must be a whole number"},
       {"negative copy", "gbf-cost-model 1\ncopy -1 1e10\n" + good_point, "copy.fixed_s"},
       {"nan", "gbf-cost-model 1\ncopy nan 1e10\n" + good_point, "copy.fixed_s"},
   };
@@ -213,6 +220,35 @@ TEST_F(CostModel, AutomaticBackendReadsTheCacheFileOrFallsBackToDefaults) {
   EXPECT_EQ(fallback.points.size(), gbf::cost_model::defaults().points.size());
   EXPECT_NE(fallback.source.find("built-in defaults ("), std::string::npos) << fallback.source;
   EXPECT_NE(fallback.source.find("unsupported version 9"), std::string::npos) << fallback.source;
+}
+
+/// A numpunct of decimal comma and dot-grouped thousands, as de_DE has (built in,
+/// so the test needs no installed locale).
+struct decimal_comma : std::numpunct<char> {
+  char do_decimal_point() const override { return ','; }
+  char do_thousands_sep() const override { return '.'; }
+  std::string do_grouping() const override { return "\3"; }
+};
+
+TEST_F(CostModel, TheFileIsTheSameUnderADecimalCommaLocale) {
+  const gbf::cost_model m = random_model(99);
+  const std::string plain_path = (dir_ / "plain").string();
+  m.save(plain_path);
+  const std::locale previous = std::locale::global(std::locale(std::locale::classic(), new decimal_comma));
+  std::ostringstream probe;
+  probe << 1048576 << " " << 1.5;
+  const std::string local_path = (dir_ / "local").string();
+  m.save(local_path);
+  const gbf::cost_model back = gbf::cost_model::load(plain_path);
+  std::locale::global(previous);
+  EXPECT_EQ(probe.str(), "1.048.576 1,5");  // the locale is in force for streams
+  std::ifstream a(plain_path), b(local_path);
+  const std::string text_a((std::istreambuf_iterator<char>(a)), std::istreambuf_iterator<char>());
+  const std::string text_b((std::istreambuf_iterator<char>(b)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text_a, text_b);
+  ASSERT_EQ(back.points.size(), m.points.size());
+  EXPECT_EQ(back.points.back().filter_bytes, m.points.back().filter_bytes);
+  EXPECT_EQ(back.copy.bytes_per_s, m.copy.bytes_per_s);  // to_chars / from_chars round-trip exactly
 }
 
 TEST_F(CostModel, DefaultPathFollowsXdgCacheHomeThenHome) {

@@ -3,10 +3,14 @@
 # GPU), its JSON and plot, and usage errors.
 # Usage: test_bench.sh path/to/gbf
 set -u
+# Never touch the cost model of the user running the tests (a GPU run saves one).
+export GBF_COST_MODEL
+
 GBF=$1
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK"
+GBF_COST_MODEL="$WORK/default-cost-model"
 failures=0
 
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
