@@ -1,6 +1,6 @@
 // gbf::filter — a blocked Bloom filter on the GPU or the CPU, same bits on both.
 //
-//   auto f = gbf::filter::create(10'000'000, 0.01);   // backend: GPU if present
+//   auto f = gbf::filter::create(10'000'000, 0.01);   // GPU if present (+ CPU mirror), else CPU
 //   f.add(keys.data(), keys.size());                   // host or device pointer
 //   f.contains(queries.data(), queries.size(), hits);  // hits: bool per key
 //
@@ -12,7 +12,8 @@
 // pointers and a CUDA stream and are stream-ordered like CUB: they return
 // before the work finishes and never synchronize.
 //
-// A filter object is not thread-safe: drive one filter from one host thread.
+// A filter object is not thread-safe: drive one filter from one host thread
+// (const calls included: an automatic filter's probes may update its mirror).
 #pragma once
 
 #include <cstddef>
