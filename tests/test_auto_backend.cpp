@@ -128,6 +128,20 @@ std::unique_ptr<backend_impl> hybrid(const layout& l, const cost_model& m,
       mirror_limit);
 }
 
+/// A hybrid filter over a fake_gpu the test keeps a handle on (to inject failures).
+struct observed_hybrid {
+  fake_gpu* device;
+  std::unique_ptr<backend_impl> filter;
+};
+
+observed_hybrid hybrid_observed(const layout& l, const cost_model& m) {
+  auto gpu = std::make_unique<fake_gpu>(l);
+  fake_gpu* device = gpu.get();
+  return {device, make_hybrid_backend(
+                      std::move(gpu), [l] { return make_cpu_backend(l, cpu_simd::scalar, 1, nullptr); },
+                      m, std::uint64_t{1} << 40)};
+}
+
 template <class Key>
 key_batch batch_of(const std::vector<Key>& keys, memory_space space = memory_space::host) {
   return key_batch{keys.data(), keys.size(), sizeof(Key) == 4 ? key_kind::u32 : key_kind::u64, space};
@@ -455,12 +469,7 @@ TEST(AutoBackend, DeviceWordsPinsWritesToTheGpu) {
 }
 
 TEST(AutoBackend, AnAsyncStringCallIsCheckedOnTheGpuBeforeTheNextBatchRunsOnTheMirror) {
-  const layout l = test_layout();
-  auto gpu = std::make_unique<fake_gpu>(l);
-  const fake_gpu* device = gpu.get();
-  auto f = make_hybrid_backend(
-      std::move(gpu), [l] { return make_cpu_backend(l, cpu_simd::scalar, 1, nullptr); },
-      model(50e-6, 1e9, 1e-6, 40e6, 1e-6), std::uint64_t{1} << 40);
+  auto [device, f] = hybrid_observed(test_layout(), model(50e-6, 1e9, 1e-6, 40e6, 1e-6));
   const auto keys = random_keys(10, 17);
   f->add(batch_of(keys));  // the mirror
   ASSERT_EQ(f->dispatch().cpu_batches, 1u);
@@ -484,12 +493,7 @@ TEST(AutoBackend, AnAsyncStringCallIsCheckedOnTheGpuBeforeTheNextBatchRunsOnTheM
 }
 
 TEST(AutoBackend, AWriteThatFailsPartwayLeavesOneCurrentCopy) {
-  const layout l = test_layout();
-  auto gpu = std::make_unique<fake_gpu>(l);
-  fake_gpu* device = gpu.get();
-  auto f = make_hybrid_backend(
-      std::move(gpu), [l] { return make_cpu_backend(l, cpu_simd::scalar, 1, nullptr); }, typical,
-      std::uint64_t{1} << 40);
+  auto [device, f] = hybrid_observed(test_layout(), typical);
   const auto small = random_keys(10, 19);
   answers found(new bool[10]);
   f->add(batch_of(small));  // the GPU, and then small probes until the mirror is bought
@@ -511,12 +515,7 @@ TEST(AutoBackend, AWriteThatFailsPartwayLeavesOneCurrentCopy) {
 }
 
 TEST(AutoBackend, AFailedOpportunisticCopyDoesNotFailTheCall) {
-  const layout l = test_layout();
-  auto gpu = std::make_unique<fake_gpu>(l);
-  fake_gpu* device = gpu.get();
-  auto f = make_hybrid_backend(
-      std::move(gpu), [l] { return make_cpu_backend(l, cpu_simd::scalar, 1, nullptr); }, typical,
-      std::uint64_t{1} << 40);
+  auto [device, f] = hybrid_observed(test_layout(), typical);
   const auto small = random_keys(10, 21);
   f->add(batch_of(small));
   device->fail_reads = true;  // GPU -> mirror copies fail
