@@ -138,9 +138,9 @@ class backend_impl {
 
 /// CPU backend of layout `l`, zeroed. `threads` = 0 means all hardware threads;
 /// simd = avx2 throws invalid_argument where the CPU lacks AVX2. `description`
-/// receives e.g. "cpu (avx2, 16 threads)".
+/// receives e.g. "cpu (avx2, 16 threads)". `huge_pages`: see options::cpu_huge_pages.
 std::unique_ptr<backend_impl> make_cpu_backend(const layout& l, cpu_simd simd, unsigned threads,
-                                               std::string* description);
+                                               std::string* description, bool huge_pages = true);
 
 /// CUDA backend of layout `l` on the current device, zeroed. Host batches
 /// stream through `streams` slots of `chunk_keys` keys each (0 = defaults, see

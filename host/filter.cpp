@@ -159,7 +159,8 @@ placed_backend place(const layout& l, const options& opts) {
   check_layout(l);
   placed_backend placed;
   if (opts.where == backend::cpu) {
-    placed.impl = detail::make_cpu_backend(l, opts.simd, opts.cpu_threads, &placed.description);
+    placed.impl = detail::make_cpu_backend(l, opts.simd, opts.cpu_threads, &placed.description,
+                                           opts.cpu_huge_pages);
     return placed;
   }
   if (opts.where == backend::gpu) {
@@ -169,7 +170,8 @@ placed_backend place(const layout& l, const options& opts) {
   }
   const gpu_status gpu = query_gpu();
   if (!gpu.available) {
-    placed.impl = detail::make_cpu_backend(l, opts.simd, opts.cpu_threads, &placed.description);
+    placed.impl = detail::make_cpu_backend(l, opts.simd, opts.cpu_threads, &placed.description,
+                                           opts.cpu_huge_pages);
     placed.description += "; auto: no GPU (" + gpu.description + ")";
     return placed;
   }
@@ -181,7 +183,7 @@ placed_backend place(const layout& l, const options& opts) {
   one_block.num_blocks = 1;
   detail::make_cpu_backend(one_block, opts.simd, opts.cpu_threads, &mirror_description);
   auto make_mirror = [l, opts] {
-    return detail::make_cpu_backend(l, opts.simd, opts.cpu_threads, nullptr);
+    return detail::make_cpu_backend(l, opts.simd, opts.cpu_threads, nullptr, opts.cpu_huge_pages);
   };
   placed.impl = detail::make_hybrid_backend(
       detail::make_gpu_backend(l, opts.gpu_chunk_keys, opts.gpu_streams, &placed.description),
@@ -358,7 +360,8 @@ verify_report filter::verify_keys(const detail::key_input& keys, const bool* fou
 
 verify_report filter::verify_on_cpu(const key_batch& host_batch, const bool* host_found) const {
   // The CPU twin: same layout, same bits, recomputed with the scalar reference kernel.
-  auto cpu = detail::make_cpu_backend(layout_, cpu_simd::scalar, 0, nullptr);
+  // Made, written and probed once: not worth huge pages' allocation cost.
+  auto cpu = detail::make_cpu_backend(layout_, cpu_simd::scalar, 0, nullptr, false);
   const std::vector<std::uint32_t> bits = words();
   cpu->write_words(bits.data());
   std::unique_ptr<bool[]> expected(new bool[host_batch.count]);

@@ -404,5 +404,34 @@ TEST(CpuBackend, MeasuredFprMatchesExpected) {
   }
 }
 
+TEST(CpuBackend, HugePageArraysBehaveLikeHeapArraysAroundThe2MiBBoundary) {
+  // Sizes just under, at and over 2 MiB and over 4 MiB, with a block count that
+  // is not a multiple of anything: the mapped path (huge_pages) and the heap
+  // path must hold the same bits through add, combine, clear and copies.
+  layout base;
+  for (const std::uint64_t bytes : {(std::uint64_t{2} << 20) - 32, std::uint64_t{2} << 20,
+                                    (std::uint64_t{2} << 20) + 32, (std::uint64_t{4} << 20) + 7 * 32}) {
+    const layout l = with_blocks(base, bytes / (base.words_per_block * 4));
+    auto mapped = make_cpu_backend(l, cpu_simd::automatic, 2, nullptr, true);
+    auto heap = make_cpu_backend(l, cpu_simd::automatic, 2, nullptr, false);
+    EXPECT_EQ(mapped->popcount(), 0u) << name_of(l);  // zeroed
+    const auto keys = random_keys(300000, bytes);
+    mapped->add(batch_of(keys));
+    heap->add(batch_of(keys));
+    ASSERT_EQ(words_of(*mapped), words_of(*heap)) << name_of(l);
+    const auto found = contains_of(*mapped, keys);
+    EXPECT_TRUE(std::all_of(found.get(), found.get() + keys.size(), [](bool b) { return b; }));
+    // The last word is writable and readable (the mapping covers the whole array).
+    std::vector<std::uint32_t> words = words_of(*heap);
+    words.back() = 0xffffffffu;
+    mapped->write_words(words.data());
+    heap->combine_host(words.data(), set_op::union_or);
+    EXPECT_EQ(words_of(*mapped), words_of(*heap)) << name_of(l);
+    EXPECT_EQ(mapped->popcount(), heap->popcount());
+    mapped->clear();
+    EXPECT_EQ(mapped->popcount(), 0u);
+  }
+}
+
 }  // namespace
 }  // namespace gbf::detail
