@@ -61,6 +61,17 @@ layout size_layout(const sizing_options& sizing, std::uint64_t capacity) {
   }
 }
 
+/// "cpu", "gpu", or for an automatic filter with a CPU mirror where its batches
+/// ran, e.g. "gpu (3 batches on the CPU mirror)".
+std::string ran_on(const filter& f) {
+  const dispatch_stats d = f.dispatch();
+  std::string text = to_string(f.where());
+  if (d.mirrored && d.cpu_batches > 0)
+    text += " (" + with_commas(d.cpu_batches) + (d.cpu_batches == 1 ? " batch" : " batches") +
+            " on the CPU mirror)";
+  return text;
+}
+
 std::string estimated_keys_text(const filter_stats& s) {
   return std::isinf(s.estimated_keys)
              ? "unknown (every bit is set)"
@@ -173,7 +184,7 @@ bool add_keys(filter& f, key_reader& reader, const keys_input& keys, const run_o
     }
     bar.advance(chunk.size());
   }
-  bar.finish(" on " + std::string(to_string(f.where())));
+  bar.finish(" on " + ran_on(f));
   return !verify || check.report();
 }
 
@@ -434,7 +445,7 @@ int run_query(const query_args& args) {
   }
   if (out) out->close();
   const std::uint64_t keys = bar.done();
-  bar.finish(" on " + std::string(to_string(f.where())) + ": " + with_commas(hits) + " may be present");
+  bar.finish(" on " + ran_on(f) + ": " + with_commas(hits) + " may be present");
   if (args.count)
     std::printf("%llu\n", static_cast<unsigned long long>(hits));
   else if (!args.select && args.out.empty())
