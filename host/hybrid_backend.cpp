@@ -225,10 +225,7 @@ class hybrid_backend final : public backend_impl {
 
   void read_words(std::uint32_t* out) const override {
     // The mirror, when current, is a memcpy away.
-    if (cpu_.state == freshness::current)
-      cpu_.impl->read_words(out);
-    else
-      current_copy().read_words(out);
+    (cpu_.state == freshness::current ? cpu_ : gpu_).impl->read_words(out);
   }
 
   // A bad _async string batch is reported by the GPU backend at its next
