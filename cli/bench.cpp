@@ -261,6 +261,7 @@ struct row {
   std::string verification;  ///< "ok" or what went wrong.
   std::string checked;       ///< What was compared.
   std::string routing;       ///< auto rows: where the automatic filter ran this row's calls.
+  std::string routed_by;     ///< auto rows with a GPU: the cost model the routing used.
 };
 
 struct filter_case {
@@ -323,6 +324,9 @@ std::string routing_text(const dispatch_stats& before, const dispatch_stats& aft
   return text;
 }
 
+std::optional<cost_model> fit_cost_model(const std::vector<row>& rows, const std::vector<filter_case>& cases,
+                                         std::string* why);
+
 class bench {
  public:
   bench(const bench_options& opts, std::vector<std::uint64_t> batches, std::vector<filter_case> cases,
@@ -356,6 +360,7 @@ class bench {
     o.where = is_gpu(e) ? backend::gpu : e == engine::automatic ? backend::automatic : backend::cpu;
     if (e == engine::cpu1) o.cpu_threads = 1;
     if (e == engine::cpu || e == engine::automatic) o.cpu_threads = opts_.threads;
+    if (e == engine::automatic) o.costs = auto_costs_;
     return o;
   }
 
@@ -401,6 +406,7 @@ class bench {
       }
     }
     std::fprintf(stderr, "gbf bench: %s, %s filter\n", id_of(e), mib_text(c.mib).c_str());
+    if (e == engine::automatic && gpu_.available) choose_auto_costs(c);
     filter f(c.shape, options_of(e), c.capacity);
     for (const op o : ops_) {
       if (o == op::contains) {
@@ -427,6 +433,21 @@ class bench {
       }
       for (const std::uint64_t b : batches_) run_row(c, e, o, f, b);
     }
+  }
+
+  /// The auto rows route by the model this run's 'cpu' and 'gpu-host' rows of
+  /// the same filter size imply (the rows run before them, with the auto
+  /// filter's thread count), so that a first run on a machine already shows
+  /// calibrated routing; without those rows, by the cached model or the defaults.
+  void choose_auto_costs(const filter_case& c) {
+    std::string why;
+    auto_costs_ = fit_cost_model(rows, {c}, &why);
+    if (auto_costs_) {
+      auto_costs_text_ = "fitted from this run's cpu and gpu-host rows";
+    } else {
+      auto_costs_text_ = cost_model::for_automatic_backend().source + " (no fit in this run: " + why + ")";
+    }
+    std::fprintf(stderr, "gbf bench:   auto routes by the cost model %s\n", auto_costs_text_.c_str());
   }
 
   void run_row(const filter_case& c, engine e, op o, filter& f, std::uint64_t b) {
@@ -508,6 +529,7 @@ class bench {
     }
     r.keys_per_s = static_cast<double>(b) / r.time.median_s;
     if (e == engine::automatic) r.routing = routing_text(routed_before, f.dispatch());
+    if (e == engine::automatic && gpu_.available) r.routed_by = auto_costs_text_;
     std::fprintf(stderr, "gbf bench:   %-8s %-10s batch %-6s %10s keys/s  %s%s\n", to_string(o), id_of(e),
                  human_batch(b).c_str(), human_rate(r.keys_per_s).c_str(), r.verification.c_str(),
                  r.routing.empty() ? "" : ("; " + r.routing).c_str());
@@ -527,6 +549,8 @@ class bench {
   std::map<std::uint64_t, reference> add_refs_;
   std::map<std::uint64_t, reference> contains_refs_;
   std::optional<reference> fill_ref_;
+  std::optional<cost_model> auto_costs_;  // empty: the automatic filter reads the cached model
+  std::string auto_costs_text_;
   bool fill_ok_ = true;
   bool fill_found_ = true;
 };
@@ -712,6 +736,7 @@ std::string json_report(const bench_options& opts, const std::vector<row>& rows,
       j << ", \"false_positives\": " << r.positives << ", \"measured_fpr\": " << json_number(r.measured_fpr)
         << ", \"predicted_fpr\": " << json_number(r.predicted_fpr);
     if (!r.routing.empty()) j << ", \"routing\": " << json_string(r.routing);
+    if (!r.routed_by.empty()) j << ", \"cost_model\": " << json_string(r.routed_by);
     j << ", \"verification\": " << json_string(r.ok ? "ok" : "mismatch")
       << ", \"verification_detail\": " << json_string(r.ok ? r.checked : r.verification) << "}";
   }
@@ -820,8 +845,11 @@ bool write_plot(const std::string& png, const std::string& script) {
 
 /// Median seconds of copying `bytes` host -> device and device -> host (pageable
 /// memory, as the automatic backend's mirror copies are), the slower direction; NaN without CUDA.
+/// Measured once per size: the auto rows and the saved model ask for the same sizes.
 double copy_seconds(std::uint64_t bytes) {
 #if defined(GBF_HAS_CUDA)
+  static std::map<std::uint64_t, double> measured;
+  if (const auto it = measured.find(bytes); it != measured.end()) return it->second;
   detail::device_buffer<std::uint32_t> device(static_cast<std::size_t>(bytes / 4));
   std::vector<std::uint32_t> host(static_cast<std::size_t>(bytes / 4), 1);
   const auto one_way = [&](bool to_device) {
@@ -830,7 +858,7 @@ double copy_seconds(std::uint64_t bytes) {
                                     : cudaMemcpy(host.data(), device.data(), device.size_bytes(), cudaMemcpyDeviceToHost));
            }, 5).median_s;
   };
-  return std::max(one_way(true), one_way(false));
+  return measured[bytes] = std::max(one_way(true), one_way(false));
 #else
   (void)bytes;
   return NAN;
@@ -838,28 +866,19 @@ double copy_seconds(std::uint64_t bytes) {
 }
 
 /// The cost model the rows imply, for the automatic backend: per filter size,
-/// 2-point fits of the 'gpu-host' rows and of the 'cpu' rows (the mirror's
-/// all-thread CPU backend) and a copy cost measured at the smallest and the
-/// largest filter size. The CPU fit only uses batches the CPU backend runs on
-/// one thread (under 2 * min_keys_per_thread keys): the routing matters around
-/// the crossover, and a line through a multi-threaded large batch would price
-/// those small batches several times too low. String throughput is not
-/// measured here and keeps the built-in values. Empty, with the reason in
-/// `why`, when the rows do not determine it.
-std::optional<cost_model> fitted_cost_model(const bench_options& opts, const std::vector<row>& rows,
-                                            const std::vector<filter_case>& cases, const gpu_status& gpu,
-                                            std::string* why) {
-  if (!gpu.available) {
-    *why = "no GPU (" + gpu.description + ")";
-    return std::nullopt;
-  }
-  if (opts.threads != 0 && opts.threads != std::thread::hardware_concurrency()) {
-    *why = "--threads " + std::to_string(opts.threads) +
-           " differs from the mirror's thread count (all hardware threads)";
-    return std::nullopt;
-  }
+/// 2-point fits of the 'gpu-host' rows and of the 'cpu' rows (the mirror's CPU
+/// backend) and a copy cost measured at the smallest and the largest filter
+/// size. The CPU fit only uses batches the CPU backend runs on one thread
+/// (under 2 * min_keys_per_thread keys): the routing matters around the
+/// crossover, and a line through a multi-threaded large batch would price those
+/// small batches several times too low. String throughput is not measured here
+/// and keeps the built-in values. Empty, with the reason in `why`, when the rows
+/// do not determine it.
+std::optional<cost_model> fit_cost_model(const std::vector<row>& rows, const std::vector<filter_case>& cases,
+                                         std::string* why) {
   const cost_model defaults = cost_model::defaults();
   cost_model m;
+  m.source = "fitted by gbf bench";
   for (const filter_case& c : cases) {
     const std::uint64_t one_thread = 2 * detail::min_keys_per_thread - 1;
     const fit cpu_add = fit_model(rows, engine::cpu, op::add, c.mib, one_thread);
@@ -1044,8 +1063,17 @@ int run_bench(const bench_options& opts) {
   // --- the automatic backend's cost model --------------------------------------
   if (opts.save_cost_model) {
     std::string why;
-    const std::optional<cost_model> fitted = ok ? fitted_cost_model(opts, rows, cases, gpu, &why) : std::nullopt;
-    if (!ok) why = "verification failed";
+    std::optional<cost_model> fitted;
+    if (!ok) {
+      why = "verification failed";
+    } else if (!gpu.available) {
+      why = "no GPU (" + gpu.description + ")";
+    } else if (opts.threads != 0 && opts.threads != std::thread::hardware_concurrency()) {
+      // The saved model is for mirrors, which use every hardware thread.
+      why = "--threads " + std::to_string(opts.threads) + " differs from the mirror's thread count (all hardware threads)";
+    } else {
+      fitted = fit_cost_model(rows, cases, &why);
+    }
     const std::string path = opts.cost_model.empty() ? cost_model::default_path() : opts.cost_model;
     bool saved = false;
     if (fitted) {
