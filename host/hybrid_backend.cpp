@@ -17,7 +17,8 @@
 // stop coming) is then at most the price of that one copy, so routing costs at
 // most twice the best choice made in hindsight.
 //
-// Device batches and the _async calls always run on the GPU copy.
+// Device batches and the _async calls always run on the GPU copy, and so does
+// everything once device_words() has given out its address.
 #include "host/hybrid_backend.hpp"
 
 #include <unistd.h>
@@ -256,9 +257,11 @@ class hybrid_backend final : public backend_impl {
     gpu_.impl->synchronize(what);
   }
 
+  // The caller's kernels may write through this address (device_ref::add), and
+  // nothing tells the mirror: from here on the GPU copy is the only one.
   const std::uint32_t* device_words() const override {
     bring_current(gpu_);
-    writes_pinned_to_gpu_ = true;
+    if (mirror_usable()) mirror_off("device_words() gave out the GPU copy's address, which kernels may write");
     return gpu_.impl->device_words();
   }
 
@@ -318,8 +321,7 @@ class hybrid_backend final : public backend_impl {
   /// operation in a deferred error of an earlier _async string call.
   replica& route(const key_batch& keys, work w, const char* what) const {
     if (async_strings_) synchronize(what);
-    const bool gpu_only = keys.space == memory_space::device ||
-                          (w == work::add && writes_pinned_to_gpu_) || !mirror_usable();
+    const bool gpu_only = keys.space == memory_space::device || !mirror_usable();
     if (gpu_only) return run_on_gpu();
     const double gpu_s = catch_up_seconds(gpu_) + call_seconds(gpu_, w, keys);
     const double cpu_s = catch_up_seconds(cpu_) + call_seconds(cpu_, w, keys);
@@ -472,7 +474,6 @@ class hybrid_backend final : public backend_impl {
   mutable replica gpu_;
   mutable replica cpu_;
   mutable dispatch_stats stats_;
-  mutable bool writes_pinned_to_gpu_ = false;
   mutable bool async_strings_ = false;  // an _async string call not yet checked by synchronize()
   mirror_factory make_mirror_;
   cost_point point_;

@@ -350,9 +350,9 @@ class filter {
   filter_stats stats() const;
   /// The bit array as host words (num_words of them, word i of block b at b * W + i).
   std::vector<std::uint32_t> words() const;
-  /// Device address of the bit array (GPU backend only), for custom kernels. On an
-  /// automatic filter it first brings the GPU copy up to date, and from then on
-  /// every add also runs on the GPU, so the array stays current for those kernels.
+  /// Device address of the bit array (GPU backend only), for custom kernels, which may
+  /// read and write it. On an automatic filter it first brings the GPU copy up to date
+  /// and drops the CPU mirror: from then on every call runs on the GPU copy.
   const std::uint32_t* device_words() const;
 
  private:
