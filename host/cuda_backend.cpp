@@ -121,6 +121,7 @@ class cuda_backend final : public backend_impl {
  public:
   cuda_backend(const layout& l, std::size_t chunk_keys, unsigned streams)
       : layout_(l), chunk_keys_(chunk_keys), num_slots_(streams), words_(l.num_words()) {
+    GBF_CUDA_TRY(cudaGetDevice(&device_));  // where words_ and main_ were just made
     GBF_CUDA_TRY(cudaMemsetAsync(words_.data(), 0, words_.size_bytes(), main_.get()));
     GBF_CUDA_TRY(cudaMemsetAsync(sticky_bad_.data(), 0xff, sizeof(std::uint64_t), main_.get()));
     main_.synchronize();
@@ -132,6 +133,7 @@ class cuda_backend final : public backend_impl {
   ~cuda_backend() override {
     // Async work on a caller's stream may still read or write the bit array:
     // let it finish before the buffers go (errors cannot leave a destructor).
+    // cudaFree and the stream and event releases need no current device.
     for (const async_stream& a : async_streams_) cudaEventSynchronize(a.done.get());
     cudaGetLastError();
   }
@@ -140,6 +142,8 @@ class cuda_backend final : public backend_impl {
   const layout& get_layout() const noexcept override { return layout_; }
 
   void add(const key_batch& keys) override {
+    const device_scope on_device(device_);
+    require_this_gpu(keys, "add");
     report_async_string_error("add");
     if (keys.count == 0) return;
     if (keys.is_string()) return add_strings(keys);
@@ -150,6 +154,8 @@ class cuda_backend final : public backend_impl {
   }
 
   void add_new(const key_batch& keys, bool* is_new) override {
+    const device_scope on_device(device_);
+    require_this_gpu(keys, "add_new");
     report_async_string_error("add_new");
     if (keys.count == 0) return;
     if (keys.is_string()) return add_new_strings(keys, is_new);
@@ -169,6 +175,8 @@ class cuda_backend final : public backend_impl {
   }
 
   void contains(const key_batch& keys, bool* found) const override {
+    const device_scope on_device(device_);
+    require_this_gpu(keys, "contains");
     report_async_string_error("contains");
     if (keys.count == 0) return;
     if (keys.is_string()) return contains_strings(keys, found);
@@ -179,6 +187,8 @@ class cuda_backend final : public backend_impl {
   }
 
   std::uint64_t count(const key_batch& keys) const override {
+    const device_scope on_device(device_);
+    require_this_gpu(keys, "count");
     report_async_string_error("count");
     if (keys.count == 0) return 0;
     if (keys.is_string()) return count_strings(keys);
@@ -199,6 +209,8 @@ class cuda_backend final : public backend_impl {
   // applied there for integer keys; the string kernels are null-aware already).
   // Device keys: gpu::select on the internal stream, the count copied back.
   std::uint64_t select(const key_batch& keys, std::uint64_t* rows) const override {
+    const device_scope on_device(device_);
+    require_this_gpu(keys, "select");
     report_async_string_error("select");
     if (keys.count == 0) return 0;
     if (keys.space == memory_space::host) {
@@ -227,6 +239,8 @@ class cuda_backend final : public backend_impl {
 
   void select_async(const key_batch& keys, std::uint64_t* rows, std::uint64_t* count,
                     stream_t stream) const override {
+    const device_scope on_device(device_);
+    require_this_gpu(keys, "select_async");
     require_device(keys, "select_async");
     if (keys.is_string())
       throw invalid_argument("select_async: string keys are not supported; use select");
@@ -235,6 +249,8 @@ class cuda_backend final : public backend_impl {
   }
 
   void add_async(const key_batch& keys, stream_t stream) override {
+    const device_scope on_device(device_);
+    require_this_gpu(keys, "add_async");
     require_device(keys, "add_async");
     if (keys.is_string()) {
       return string_async(keys, stream, [&](const std::uint64_t* status) {
@@ -246,6 +262,8 @@ class cuda_backend final : public backend_impl {
   }
 
   void contains_async(const key_batch& keys, bool* found, stream_t stream) const override {
+    const device_scope on_device(device_);
+    require_this_gpu(keys, "contains_async");
     require_device(keys, "contains_async");
     if (keys.is_string()) {
       return string_async(keys, stream, [&](const std::uint64_t* status) {
@@ -257,6 +275,8 @@ class cuda_backend final : public backend_impl {
   }
 
   void count_async(const key_batch& keys, std::uint64_t* count, stream_t stream) const override {
+    const device_scope on_device(device_);
+    require_this_gpu(keys, "count_async");
     require_device(keys, "count_async");
     // The kernel accumulates: the caller's counter starts from zero in stream order.
     GBF_CUDA_TRY(cudaMemsetAsync(count, 0, sizeof(std::uint64_t), stream));
@@ -270,18 +290,24 @@ class cuda_backend final : public backend_impl {
   }
 
   void clear() override {
+    const device_scope on_device(device_);
     run_on_main([&](cudaStream_t s) {
       GBF_CUDA_TRY(cudaMemsetAsync(words_.data(), 0, words_.size_bytes(), s));
     });
   }
 
   void combine(const backend_impl& other, set_op op) override {
+    const device_scope on_device(device_);
     const auto* gpu_other = dynamic_cast<const cuda_backend*>(&other);
     if (gpu_other == nullptr) {
       throw invalid_argument("combine: the other filter's bits are not on the GPU");
     }
     if (gpu_other->layout_ != layout_) {
       throw layout_mismatch("combine: the two filters have different layouts");
+    }
+    if (gpu_other->device_ != device_) {
+      throw invalid_argument("combine: the filters are on different GPUs (device " + std::to_string(device_) +
+                             " and device " + std::to_string(gpu_other->device_) + ")");
     }
     if (gpu_other == this) return;  // x | x == x & x == x
     run_on_main([&](cudaStream_t s) {
@@ -292,6 +318,7 @@ class cuda_backend final : public backend_impl {
   }
 
   void combine_host(const std::uint32_t* words, set_op op) override {
+    const device_scope on_device(device_);
     device_buffer<std::uint32_t> staged(layout_.num_words());
     run_on_main([&](cudaStream_t s) {
       GBF_CUDA_TRY(cudaMemcpyAsync(staged.data(), words, staged.size_bytes(),
@@ -301,6 +328,7 @@ class cuda_backend final : public backend_impl {
   }
 
   std::uint64_t popcount() const override {
+    const device_scope on_device(device_);
     std::uint64_t bits = 0;
     run_on_main([&](cudaStream_t s) {
       GBF_CUDA_TRY(cudaMemsetAsync(counter_.data(), 0, sizeof(std::uint64_t), s));
@@ -311,6 +339,7 @@ class cuda_backend final : public backend_impl {
   }
 
   void read_words(std::uint32_t* out) const override {
+    const device_scope on_device(device_);
     run_on_main([&](cudaStream_t s) {
       GBF_CUDA_TRY(cudaMemcpyAsync(out, words_.data(), words_.size_bytes(),
                                    cudaMemcpyDeviceToHost, s));
@@ -318,6 +347,7 @@ class cuda_backend final : public backend_impl {
   }
 
   void write_words(const std::uint32_t* in) override {
+    const device_scope on_device(device_);
     run_on_main([&](cudaStream_t s) {
       GBF_CUDA_TRY(cudaMemcpyAsync(words_.data(), in, words_.size_bytes(),
                                    cudaMemcpyHostToDevice, s));
@@ -327,6 +357,7 @@ class cuda_backend final : public backend_impl {
   const std::uint32_t* device_words() const override { return words_.data(); }
 
   void synchronize(const char* what) const override {
+    const device_scope on_device(device_);
     run_on_main([](cudaStream_t) {});  // main waits for every _async call's stream
     report_async_string_error(what);
   }
@@ -584,6 +615,17 @@ class cuda_backend final : public backend_impl {
   // ---- Shared -------------------------------------------------------------
 
   // An empty batch has no memory to speak of (gbf::filter marks it host): allowed.
+  // A kernel reading another GPU's memory would fault (no peer access is set
+  // up) and poison the context: refused up front, naming both GPUs.
+  void require_this_gpu(const key_batch& keys, const char* operation) const {
+    if (keys.space != memory_space::device || keys.count == 0) return;
+    const int holder = pointer_device(keys.data);
+    if (holder >= 0 && holder != device_) {
+      throw invalid_argument(std::string(operation) + ": the keys are in the memory of GPU " +
+                             std::to_string(holder) + ", the filter on GPU " + std::to_string(device_));
+    }
+  }
+
   static void require_device(const key_batch& keys, const char* operation) {
     if (keys.count != 0 && keys.space != memory_space::device) {
       throw invalid_argument(std::string(operation) +
@@ -744,9 +786,6 @@ class cuda_backend final : public backend_impl {
     if (op == batch_op::add_new) reserve_scratch(std::min(keys.count, chunk_keys_));
     const std::size_t bytes_per_key = key_bytes(keys.kind);
     const auto* first = static_cast<const unsigned char*>(keys.data);
-    // Pinned caller memory is copied from directly. (Were the guess wrong, the
-    // copy would still be correct, merely staged by the driver.)
-    const bool keys_pinned = pointer_type(keys.data) == cudaMemoryTypeHost;
     try {
       prepare_pipeline(op);
       std::size_t chunk = 0;
@@ -757,7 +796,12 @@ class cuda_backend final : public backend_impl {
         const std::size_t bytes = n * bytes_per_key;
         retire(slot);  // chunk - S is done: its buffers are free, its results delivered
         const void* source = first + offset * bytes_per_key;
-        if (!keys_pinned) {
+        // A chunk in pinned caller memory is copied from directly. Both ends are
+        // checked: a batch may run past the end of a cudaHostRegister'ed range.
+        const bool chunk_pinned =
+            pointer_type(source) == cudaMemoryTypeHost &&
+            pointer_type(static_cast<const unsigned char*>(source) + bytes - 1) == cudaMemoryTypeHost;
+        if (!chunk_pinned) {
           std::memcpy(slot.staged_keys.data(), source, bytes);
           source = slot.staged_keys.data();
         }
@@ -773,6 +817,7 @@ class cuda_backend final : public backend_impl {
   }
 
   layout layout_;
+  int device_ = 0;  // the GPU holding everything below; every call runs there
   std::size_t chunk_keys_;
   unsigned num_slots_;
   stream main_;                  // synchronous operations on device arrays and the bit array

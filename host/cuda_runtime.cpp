@@ -137,6 +137,30 @@ cudaMemoryType pointer_type(const void* p) noexcept {
   return attributes.type;
 }
 
+int pointer_device(const void* p) noexcept {
+  if (p == nullptr) return -1;
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return attributes.type == cudaMemoryTypeDevice ? attributes.device : -1;
+}
+
+device_scope::device_scope(int device) {
+  GBF_CUDA_TRY(cudaGetDevice(&previous_));
+  if (previous_ != device) {
+    GBF_CUDA_TRY(cudaSetDevice(device));
+    switched_ = true;
+  }
+}
+
+device_scope::~device_scope() {
+  // The caller's device existed a moment ago: this cannot fail but for a lost
+  // context, which the caller's next CUDA call reports.
+  if (switched_) cudaSetDevice(previous_);
+}
+
 memory_space locate(const void* p) {
   // Without a GPU every pointer is host memory, and the pointer query would
   // only fail with "no driver".

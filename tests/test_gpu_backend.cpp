@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -369,6 +370,70 @@ TEST_F(GpuBackend, PinnedHostKeysMatchCpu) {
   auto found = bools(n);
   gpu->contains(host_batch(pinned.data(), n), found.get());
   for (std::size_t i = 0; i < n; ++i) ASSERT_TRUE(found[i]) << "false negative at " << i;
+}
+
+// A batch that starts in a cudaHostRegister'ed range and runs past its end:
+// the chunks beyond the range (and the one straddling it) must be staged.
+TEST_F(GpuBackend, HostKeysPartlyInARegisteredRangeMatchCpu) {
+  const layout l = default_layout();
+  constexpr std::size_t page = 4096;
+  constexpr std::size_t n = 8 * page / sizeof(std::uint64_t);  // 8 pages of keys
+  struct aligned_free {
+    void operator()(void* p) const noexcept { std::free(p); }
+  };
+  std::unique_ptr<std::uint64_t, aligned_free> memory(
+      static_cast<std::uint64_t*>(std::aligned_alloc(page, n * sizeof(std::uint64_t))));
+  ASSERT_NE(memory, nullptr);
+  const std::vector<std::uint64_t> keys = random_keys<std::uint64_t>(n, 72);
+  std::memcpy(memory.get(), keys.data(), n * sizeof(std::uint64_t));
+  // 3 pages (1,536 keys) pinned: chunk 0 lies inside, chunk 1 straddles the end, the rest lie outside.
+  GBF_CUDA_TRY(cudaHostRegister(memory.get(), 3 * page, cudaHostRegisterDefault));
+  struct unregister {
+    void operator()(void* p) const noexcept { cudaHostUnregister(p); }
+  };
+  const std::unique_ptr<void, unregister> registered(memory.get());
+  ASSERT_EQ(pointer_type(memory.get()), cudaMemoryTypeHost);
+  ASSERT_NE(pointer_type(memory.get() + n - 1), cudaMemoryTypeHost);
+  auto cpu = cpu_reference(l);
+  auto gpu = make_gpu_backend(l, tiny_chunk_keys, tiny_streams, nullptr);
+  cpu->add(host_batch(keys.data(), n));
+  gpu->add(host_batch(memory.get(), n));
+  EXPECT_EQ(words_of(*gpu), words_of(*cpu));
+  auto found = bools(n);
+  gpu->contains(host_batch(memory.get(), n), found.get());
+  for (std::size_t i = 0; i < n; ++i) ASSERT_TRUE(found[i]) << "false negative at " << i;
+}
+
+// A filter made on GPU 1 keeps working after the caller switches to GPU 0,
+// leaves the caller's device as it was, and refuses keys and filters of another GPU.
+TEST_F(GpuBackend, AFilterRunsOnItsOwnGpuWhateverDeviceIsCurrent) {
+  int gpus = 0;
+  GBF_CUDA_TRY(cudaGetDeviceCount(&gpus));
+  if (gpus < 2) GTEST_SKIP() << "needs two GPUs, this machine has " << gpus;
+  const layout l = default_layout();
+  const std::size_t n = 5'000;
+  const auto keys = random_keys<std::uint64_t>(n, 73);
+  auto cpu = cpu_reference(l);
+  cpu->add(host_batch(keys.data(), n));
+
+  GBF_CUDA_TRY(cudaSetDevice(1));
+  auto on_1 = make_gpu_backend(l, tiny_chunk_keys, tiny_streams, nullptr);
+  const auto keys_on_1 = to_device(keys.data(), n);
+  GBF_CUDA_TRY(cudaSetDevice(0));
+  auto on_0 = make_gpu_backend(l, tiny_chunk_keys, tiny_streams, nullptr);
+  const auto keys_on_0 = to_device(keys.data(), n);
+
+  on_1->add(host_batch(keys.data(), n));
+  on_1->add(device_batch(keys_on_1.data(), n));
+  EXPECT_EQ(words_of(*on_1), words_of(*cpu));
+  EXPECT_EQ(on_1->count(host_batch(keys.data(), n)), n);
+  int current = -1;
+  GBF_CUDA_TRY(cudaGetDevice(&current));
+  EXPECT_EQ(current, 0) << "the call changed the caller's device";
+
+  EXPECT_THROW(on_1->add(device_batch(keys_on_0.data(), n)), invalid_argument);
+  EXPECT_THROW(on_0->combine(*on_1, set_op::union_or), invalid_argument);
+  EXPECT_EQ(words_of(*on_1), words_of(*cpu));  // nothing half-written
 }
 
 TEST_F(GpuBackend, LocateTellsDeviceFromHost) {

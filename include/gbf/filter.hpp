@@ -46,7 +46,9 @@ enum class cpu_simd { automatic, scalar, avx2 };
 struct options {
   /// automatic: on a machine with a usable GPU, the bits live on the GPU and a CPU
   /// mirror serves the host batches the cost model says the CPU finishes first
-  /// (see cost_model.hpp); without a GPU, the CPU.
+  /// (see cost_model.hpp); without a GPU, the CPU. A GPU filter lives on the device
+  /// current when it is made and runs every call there, whatever the caller's
+  /// cudaSetDevice since; keys in another GPU's memory throw invalid_argument.
   backend where = backend::automatic;
   cpu_simd simd = cpu_simd::automatic;  ///< CPU kernel; avx2 throws where the CPU lacks it.
   unsigned cpu_threads = 0;             ///< CPU worker threads, 0 = all hardware threads.
