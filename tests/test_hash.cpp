@@ -63,4 +63,15 @@ TEST(Xxh64, KnownAnswersHoldAtCompileTime) {
   EXPECT_EQ(gbf::xxh64("hello", 5, 0), 0x26c7827d889f6da3ULL);
 }
 
+TEST(Xxh64, OneInitialLaneEqualsThatLaneOfTheFour) {
+  // warp_xxh64 starts each lane's chain from xxh64_init_lane(seed, lane & 3).
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 1000; ++trial) {
+    const std::uint64_t seed = trial < 2 ? (trial == 0 ? 0 : ~0ULL) : rng();
+    const gbf::detail::xxh64_lanes lanes = gbf::detail::xxh64_init_lanes(seed);
+    for (unsigned i = 0; i < 4; ++i) ASSERT_EQ(gbf::detail::xxh64_init_lane(seed, i), lanes.v[i]) << i;
+  }
+  static_assert(gbf::detail::xxh64_init_lane(0, 3) == gbf::detail::xxh64_init_lanes(0).v[3]);
+}
+
 }  // namespace

@@ -76,7 +76,7 @@ __device__ inline std::uint64_t warp_xxh64(const warp_tile& warp, const void* da
   std::uint64_t h;
   std::size_t done = 0;
   if (len >= 32) {
-    std::uint64_t acc = xxh64_init_lanes(seed).v[lane & 3];
+    std::uint64_t acc = xxh64_init_lane(seed, lane & 3);
     const std::size_t stripes = len / 32;
     const auto address = reinterpret_cast<std::uintptr_t>(p);
     const unsigned shift = static_cast<unsigned>(address & 3) * 8;

@@ -90,6 +90,16 @@ GBF_HD GBF_FORCEINLINE constexpr xxh64_lanes xxh64_init_lanes(std::uint64_t seed
            seed - xxh_prime64_1}};
 }
 
+/// Accumulator `i` (0..3) of xxh64_init_lanes(seed), chosen by selects: a runtime
+/// index into the array would put it in local memory on the GPU (warp_xxh64).
+GBF_HD GBF_FORCEINLINE constexpr std::uint64_t xxh64_init_lane(std::uint64_t seed, unsigned i) {
+  const std::uint64_t offset = i == 0   ? xxh_prime64_1 + xxh_prime64_2
+                               : i == 1 ? xxh_prime64_2
+                               : i == 2 ? 0
+                                        : std::uint64_t{0} - xxh_prime64_1;
+  return seed + offset;
+}
+
 /// Spec step 2: feeds one 32-byte stripe at `p`, 8 bytes to each lane.
 GBF_HD GBF_FORCEINLINE void xxh64_consume_stripe(xxh64_lanes& lanes, const unsigned char* p) {
   lanes.v[0] = xxh64_round(lanes.v[0], load_le64(p));
