@@ -786,6 +786,9 @@ class cuda_backend final : public backend_impl {
     if (op == batch_op::add_new) reserve_scratch(std::min(keys.count, chunk_keys_));
     const std::size_t bytes_per_key = key_bytes(keys.kind);
     const auto* first = static_cast<const unsigned char*>(keys.data);
+    // Pinned caller memory is copied from directly. A batch that starts in
+    // pageable memory (the common case) is staged whole, with no more queries.
+    const bool starts_pinned = pointer_type(first) == cudaMemoryTypeHost;
     try {
       prepare_pipeline(op);
       std::size_t chunk = 0;
@@ -796,10 +799,9 @@ class cuda_backend final : public backend_impl {
         const std::size_t bytes = n * bytes_per_key;
         retire(slot);  // chunk - S is done: its buffers are free, its results delivered
         const void* source = first + offset * bytes_per_key;
-        // A chunk in pinned caller memory is copied from directly. Both ends are
-        // checked: a batch may run past the end of a cudaHostRegister'ed range.
+        // Both ends of the chunk: a batch may run past the end of a cudaHostRegister'ed range.
         const bool chunk_pinned =
-            pointer_type(source) == cudaMemoryTypeHost &&
+            starts_pinned && pointer_type(source) == cudaMemoryTypeHost &&
             pointer_type(static_cast<const unsigned char*>(source) + bytes - 1) == cudaMemoryTypeHost;
         if (!chunk_pinned) {
           std::memcpy(slot.staged_keys.data(), source, bytes);

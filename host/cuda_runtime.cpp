@@ -127,23 +127,26 @@ void event::record(cudaStream_t s) const { GBF_CUDA_TRY(cudaEventRecord(handle_,
 
 void event::synchronize() const { GBF_CUDA_TRY(cudaEventSynchronize(handle_)); }
 
-cudaMemoryType pointer_type(const void* p) noexcept {
-  if (p == nullptr) return cudaMemoryTypeUnregistered;
+namespace {
+
+// cudaPointerGetAttributes, with ordinary host memory, null and a failed query
+// all reported as cudaMemoryTypeUnregistered (the error is cleared).
+cudaPointerAttributes attributes_of(const void* p) noexcept {
+  static_assert(cudaMemoryTypeUnregistered == 0, "a value-initialized type reads as unregistered");
   cudaPointerAttributes attributes{};
-  if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
+  if (p != nullptr && cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
     cudaGetLastError();
-    return cudaMemoryTypeUnregistered;
+    return cudaPointerAttributes{};
   }
-  return attributes.type;
+  return attributes;
 }
 
+}  // namespace
+
+cudaMemoryType pointer_type(const void* p) noexcept { return attributes_of(p).type; }
+
 int pointer_device(const void* p) noexcept {
-  if (p == nullptr) return -1;
-  cudaPointerAttributes attributes{};
-  if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
-    cudaGetLastError();
-    return -1;
-  }
+  const cudaPointerAttributes attributes = attributes_of(p);
   return attributes.type == cudaMemoryTypeDevice ? attributes.device : -1;
 }
 
