@@ -28,7 +28,6 @@
 #include "cli/bench.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -44,6 +43,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/stopwatch.hpp"
 #include "cli/synthetic_keys.hpp"
 #include "cli/text.hpp"
 #include "gbf/cost_model.hpp"
@@ -63,13 +63,6 @@ namespace {
 // Disjoint counter ranges: fill keys [0, capacity), add keys, probe keys.
 constexpr std::uint64_t add_base = 1ULL << 48;
 constexpr std::uint64_t probe_base = 1ULL << 49;
-
-template <class F>
-double seconds_of(F&& work) {
-  const auto start = std::chrono::steady_clock::now();
-  work();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 struct timing {
   double median_s = 0;  ///< Median time of one call.
@@ -445,7 +438,8 @@ class bench {
     if (auto_costs_) {
       auto_costs_text_ = "fitted from this run's cpu and gpu-host rows";
     } else {
-      auto_costs_text_ = cost_model::for_automatic_backend().source + " (no fit in this run: " + why + ")";
+      auto_costs_ = cost_model::for_automatic_backend();
+      auto_costs_text_ = auto_costs_->source + " (no fit in this run: " + why + ")";
     }
     std::fprintf(stderr, "gbf bench:   auto routes by the cost model %s\n", auto_costs_text_.c_str());
   }
@@ -549,7 +543,7 @@ class bench {
   std::map<std::uint64_t, reference> add_refs_;
   std::map<std::uint64_t, reference> contains_refs_;
   std::optional<reference> fill_ref_;
-  std::optional<cost_model> auto_costs_;  // empty: the automatic filter reads the cached model
+  std::optional<cost_model> auto_costs_;  // the auto rows' model (GPU machines only)
   std::string auto_costs_text_;
   bool fill_ok_ = true;
   bool fill_found_ = true;

@@ -7,7 +7,6 @@
 // result of recomputing the GPU's answers on the CPU.
 #include "cli/demo.hpp"
 
-#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -15,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli/stopwatch.hpp"
 #include "cli/synthetic_keys.hpp"
 #include "gbf/filter.hpp"
 #if defined(GBF_HAS_CUDA)
@@ -28,13 +28,6 @@ std::vector<std::uint64_t> make_keys(std::uint64_t first_counter, std::size_t n)
   std::vector<std::uint64_t> keys(n);
   make_distinct_keys(keys.data(), first_counter, n);
   return keys;
-}
-
-template <class F>
-double seconds_of(F&& work) {
-  const auto start = std::chrono::steady_clock::now();
-  work();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 struct run_result {
