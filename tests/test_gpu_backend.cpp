@@ -355,6 +355,21 @@ TEST_F(GpuBackend, ClearReadWriteRoundTrip) {
   EXPECT_EQ(words_of(*gpu), std::vector<std::uint32_t>(l.num_words(), 0));
 }
 
+// `copy` holds `keys` in host memory of some kind: adding it through the GPU
+// pipeline (small chunks) sets the CPU's bits, and probing it finds every key.
+void expect_host_copy_matches_cpu(const layout& l, const std::vector<std::uint64_t>& keys,
+                                  const std::uint64_t* copy) {
+  const std::size_t n = keys.size();
+  auto cpu = cpu_reference(l);
+  auto gpu = make_gpu_backend(l, tiny_chunk_keys, tiny_streams, nullptr);
+  cpu->add(host_batch(keys.data(), n));
+  gpu->add(host_batch(copy, n));
+  EXPECT_EQ(words_of(*gpu), words_of(*cpu));
+  auto found = bools(n);
+  gpu->contains(host_batch(copy, n), found.get());
+  for (std::size_t i = 0; i < n; ++i) ASSERT_TRUE(found[i]) << "false negative at " << i;
+}
+
 TEST_F(GpuBackend, PinnedHostKeysMatchCpu) {
   const layout l = default_layout();
   const std::size_t n = 12'345;
@@ -362,14 +377,7 @@ TEST_F(GpuBackend, PinnedHostKeysMatchCpu) {
   pinned_buffer<std::uint64_t> pinned(n);
   std::memcpy(pinned.data(), keys.data(), n * sizeof(std::uint64_t));
   ASSERT_EQ(pointer_type(pinned.data()), cudaMemoryTypeHost);
-  auto cpu = cpu_reference(l);
-  auto gpu = make_gpu_backend(l, tiny_chunk_keys, tiny_streams, nullptr);
-  cpu->add(host_batch(keys.data(), n));
-  gpu->add(host_batch(pinned.data(), n));
-  EXPECT_EQ(words_of(*gpu), words_of(*cpu));
-  auto found = bools(n);
-  gpu->contains(host_batch(pinned.data(), n), found.get());
-  for (std::size_t i = 0; i < n; ++i) ASSERT_TRUE(found[i]) << "false negative at " << i;
+  expect_host_copy_matches_cpu(l, keys, pinned.data());
 }
 
 // A batch that starts in a cudaHostRegister'ed range and runs past its end:
@@ -394,14 +402,7 @@ TEST_F(GpuBackend, HostKeysPartlyInARegisteredRangeMatchCpu) {
   const std::unique_ptr<void, unregister> registered(memory.get());
   ASSERT_EQ(pointer_type(memory.get()), cudaMemoryTypeHost);
   ASSERT_NE(pointer_type(memory.get() + n - 1), cudaMemoryTypeHost);
-  auto cpu = cpu_reference(l);
-  auto gpu = make_gpu_backend(l, tiny_chunk_keys, tiny_streams, nullptr);
-  cpu->add(host_batch(keys.data(), n));
-  gpu->add(host_batch(memory.get(), n));
-  EXPECT_EQ(words_of(*gpu), words_of(*cpu));
-  auto found = bools(n);
-  gpu->contains(host_batch(memory.get(), n), found.get());
-  for (std::size_t i = 0; i < n; ++i) ASSERT_TRUE(found[i]) << "false negative at " << i;
+  expect_host_copy_matches_cpu(l, keys, memory.get());
 }
 
 // A filter made on GPU 1 keeps working after the caller switches to GPU 0,
