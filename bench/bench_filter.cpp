@@ -23,7 +23,7 @@
 #include "host/backend.hpp"
 #include "host/hybrid_backend.hpp"
 #if defined(GBF_HAS_CUDA)
-#include "host/cuda_runtime.hpp"
+#include "host/gpu/runtime.hpp"
 #endif
 
 namespace {

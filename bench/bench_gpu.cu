@@ -39,7 +39,7 @@
 #include "gbf/filter.hpp"
 #include "gbf/layout.hpp"
 #include "gbf/sizing.hpp"
-#include "host/cuda_runtime.hpp"
+#include "host/gpu/runtime.hpp"
 
 namespace gbf_bench {
 namespace {

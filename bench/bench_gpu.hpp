@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "gbf/layout.hpp"
-#include "host/cuda_runtime.hpp"
+#include "host/gpu/runtime.hpp"
 
 namespace gbf_bench {
 

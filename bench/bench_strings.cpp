@@ -31,7 +31,7 @@
 #if defined(GBF_HAS_CUDA)
 #include <cuda_runtime.h>
 
-#include "host/cuda_runtime.hpp"
+#include "host/gpu/runtime.hpp"
 #endif
 
 namespace {

@@ -50,7 +50,7 @@
 #include "gbf/filter.hpp"
 #include "host/backend.hpp"
 #if defined(GBF_HAS_CUDA)
-#include "host/cuda_runtime.hpp"
+#include "host/gpu/runtime.hpp"
 #endif
 
 namespace gbf::cli {

@@ -18,7 +18,7 @@
 #include "cli/synthetic_keys.hpp"
 #include "gbf/filter.hpp"
 #if defined(GBF_HAS_CUDA)
-#include "host/cuda_runtime.hpp"
+#include "host/gpu/runtime.hpp"
 #endif
 
 namespace gbf::cli {

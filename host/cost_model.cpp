@@ -27,7 +27,7 @@
 #include <system_error>
 
 #include "gbf/error.hpp"
-#include "host/atomic_file.hpp"
+#include "host/io/atomic_file.hpp"
 
 namespace gbf {
 namespace {

@@ -22,7 +22,7 @@
 #include "gbf/device_ref.cuh"
 #include "kernels/filter_kernels.cuh"
 
-#include "host/cuda_runtime.hpp"
+#include "host/gpu/runtime.hpp"
 
 namespace gbf::detail::gpu {
 namespace {

@@ -1,5 +1,5 @@
 // Host launchers of gbf's CUDA kernels, callable from host code compiled by a
-// plain C++ compiler (host/cuda_backend.cpp). The kernels themselves live in
+// plain C++ compiler (host/gpu/bloom_backend.cpp). The kernels themselves live in
 // filter_kernels.cu and are written against gbf::device_ref.
 //
 // Every launcher

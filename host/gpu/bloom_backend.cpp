@@ -51,7 +51,7 @@
 
 #include "gbf/error.hpp"
 #include "host/backend.hpp"
-#include "host/cuda_runtime.hpp"
+#include "host/gpu/runtime.hpp"
 #include "kernels/filter_kernels.cuh"
 
 namespace gbf::detail {

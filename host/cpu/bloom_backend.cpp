@@ -1,5 +1,5 @@
 // The CPU backend: the bit array in host memory, the kernels of
-// host/cpu_kernels.hpp chosen once per filter, and threads for big batches.
+// host/cpu/bloom_kernels.hpp chosen once per filter, and threads for big batches.
 //
 // Threads. A batch of at least 2 * min_keys_per_thread keys is split over
 // threads. contains and count only read, so they split by key range.
@@ -35,7 +35,7 @@
 #include "gbf/error.hpp"
 #include "gbf/filter.hpp"
 #include "host/backend.hpp"
-#include "host/cpu_kernels.hpp"
+#include "host/cpu/bloom_kernels.hpp"
 
 namespace gbf {
 

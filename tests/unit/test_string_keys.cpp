@@ -19,7 +19,7 @@
 #if GBF_HAS_CUDA
 #include <cuda_runtime.h>
 
-#include "host/cuda_runtime.hpp"
+#include "host/gpu/runtime.hpp"
 #endif
 
 namespace {

@@ -19,7 +19,7 @@
 #include "gbf/error.hpp"
 #include "gbf/filter.hpp"
 #include "host/backend.hpp"
-#include "host/cuda_runtime.hpp"
+#include "host/gpu/runtime.hpp"
 
 namespace gbf::detail {
 namespace {

@@ -2,7 +2,7 @@
 #include <cuda_runtime.h>
 
 #include "host/backend.hpp"
-#include "host/cuda_runtime.hpp"
+#include "host/gpu/runtime.hpp"
 
 namespace gbf::detail {
 

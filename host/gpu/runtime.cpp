@@ -1,5 +1,5 @@
 // Checked CUDA runtime calls, RAII owners, and the GPU probe (query_gpu, locate).
-#include "host/cuda_runtime.hpp"
+#include "host/gpu/runtime.hpp"
 
 #include <cstdio>
 #include <limits>

@@ -22,7 +22,7 @@
 
 #include "gbf/hash.hpp"
 #include "gbf/sizing.hpp"
-#include "host/atomic_file.hpp"
+#include "host/io/atomic_file.hpp"
 
 namespace gbf {
 namespace {

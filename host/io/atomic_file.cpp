@@ -1,5 +1,5 @@
-// atomic_file_sink (host/atomic_file.hpp): temp file, fsync, rename, directory fsync.
-#include "host/atomic_file.hpp"
+// atomic_file_sink (host/io/atomic_file.hpp): temp file, fsync, rename, directory fsync.
+#include "host/io/atomic_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
