@@ -93,7 +93,7 @@ void bm_add(benchmark::State& state, config c, std::uint64_t filter_bytes) {
   for (auto _ : state) f.add(b.keys, batch_keys);
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * batch_keys));
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * batch_keys * 8));
-  state.SetLabel(f.backend_description());
+  state.SetLabel(f.description());
 }
 
 void bm_contains(benchmark::State& state, config c, std::uint64_t filter_bytes) {
@@ -107,7 +107,7 @@ void bm_contains(benchmark::State& state, config c, std::uint64_t filter_bytes) 
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * batch_keys * 9));
   state.counters["fpr"] =
       static_cast<double>(f.count(b.keys, batch_keys)) / static_cast<double>(batch_keys);
-  state.SetLabel(f.backend_description());
+  state.SetLabel(f.description());
 }
 
 // A cost model under which every batch below a million keys runs on the mirror.

@@ -511,7 +511,7 @@ void run_gbf_device(benchmark::State& state, const gbf_row& r) {
   l2fetch_guard guard(r.g);
   cached_filter& cache = filter_for<Key>(r.filter, s.get());
   gbf::filter& f = *cache.filter;
-  const gbf::layout& l = f.get_layout();
+  const gbf::layout& l = f.layout();
   const bool contains = r.what == op::contains;
   const std::size_t bytes_per_key = sizeof(Key) + (contains ? 1 : 0);
   std::size_t n = r.batch;
@@ -635,7 +635,7 @@ void run_gbf_host(benchmark::State& state, const gbf_row& r, bool pinned) {
   // Effective bytes: what crosses the bus per key (key in, result byte out).
   set_common(state, keys_total, keys_total * (sizeof(std::uint64_t) + (contains ? 1 : 0)), nullptr);
   state.counters["keys_per_s"] = keys_per_s;
-  set_filter_counters(state, f.get_layout(), cache.capacity, n);
+  set_filter_counters(state, f.layout(), cache.capacity, n);
   if (const double h2d = lookup("h2d_pinned"); h2d > 0) {
     state.counters["fraction_of_bound"] = keys_per_s * sizeof(std::uint64_t) / h2d;
   }

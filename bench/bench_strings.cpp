@@ -141,7 +141,7 @@ void bm_add(benchmark::State& state, distribution d, gbf::options o) {
     f.add(b.keys());
   }
   set_counters(state, b);
-  state.SetLabel(f.backend_description());
+  state.SetLabel(f.description());
 }
 
 void bm_contains(benchmark::State& state, distribution d, gbf::options o) {
@@ -154,7 +154,7 @@ void bm_contains(benchmark::State& state, distribution d, gbf::options o) {
   set_counters(state, b);
   state.counters["fpr"] =
       static_cast<double>(f.count(b.keys())) / static_cast<double>(b.offsets.size() - 1);
-  state.SetLabel(f.backend_description());
+  state.SetLabel(f.description());
 }
 
 #if defined(GBF_HAS_CUDA)
@@ -195,7 +195,7 @@ void bm_gpu_device(benchmark::State& state, distribution d, bool add) {
     GBF_CUDA_TRY(cudaDeviceSynchronize());
   }
   set_counters(state, b);
-  state.SetLabel(f.backend_description());
+  state.SetLabel(f.description());
 }
 
 void bm_bound(benchmark::State& state, distribution d, bool from_host) {

@@ -31,7 +31,7 @@ options make_options(const run_options& run) {
 filter load_filter(const filter_file& file, const run_options& run, file_metadata& meta) {
   if (file.format == filter_format::gbf) return load(file.path, make_options(run), &meta);
   filter f = load_parquet_sbbf(file.path, file.parquet_header, make_options(run));
-  meta = file_metadata{f.get_layout(), 0, 0, 0};
+  meta = file_metadata{f.layout(), 0, 0, 0};
   return f;
 }
 
@@ -45,7 +45,7 @@ void check_exportable(const layout& l, const filter_file& file) {
 }
 
 void save_filter(const filter& f, const filter_file& file, double fpp) {
-  check_exportable(f.get_layout(), file);
+  check_exportable(f.layout(), file);
   if (file.format == filter_format::gbf)
     save(f, file.path, fpp);
   else
@@ -275,7 +275,7 @@ std::string format_name(const filter_file& file) {
 
 void print_info_text(const filter_file& file, const file_metadata& meta, const filter& f) {
   const filter_stats s = f.stats();
-  const layout& l = f.get_layout();
+  const layout& l = f.layout();
   const std::string problem = parquet_problem(l);
   const auto row = [](const char* name, const std::string& value) {
     std::printf("%-16s %s\n", name, value.c_str());
@@ -313,7 +313,7 @@ void print_info_text(const filter_file& file, const file_metadata& meta, const f
 
 void print_info_json(const filter_file& file, const file_metadata& meta, const filter& f) {
   const filter_stats s = f.stats();
-  const layout& l = f.get_layout();
+  const layout& l = f.layout();
   const auto number = [](double x) -> std::string {
     if (!std::isfinite(x)) return "null";
     char text[32];
@@ -342,7 +342,7 @@ int combine(const combine_args& args, bool is_union) {
   file_metadata meta_b;
   filter a = load_filter(args.a, args.run, meta_a);
   const filter b = load_filter(args.b, args.run, meta_b);
-  check_exportable(a.get_layout(), args.output);
+  check_exportable(a.layout(), args.output);
   try {
     if (is_union)
       a.merge(b);

@@ -312,18 +312,18 @@ int run_join(const join_args& args) {
         static_cast<unsigned long long>(survivors), static_cast<unsigned long long>(joined.count),
         static_cast<unsigned long long>(false_positives), measured_fpr, args.fpp,
         static_cast<unsigned long long>(joined.count), static_cast<long long>(joined.sum_quantity),
-        to_string(f.where()), json_escape(f.backend_description()).c_str(), placement, threads,
-        static_cast<unsigned long long>(f.get_layout().size_bytes()), generate_ms, scan_ms,
+        to_string(f.where()), json_escape(f.description()).c_str(), placement, threads,
+        static_cast<unsigned long long>(f.layout().size_bytes()), generate_ms, scan_ms,
         build_ms, prefilter_ms, join_ms, prefiltered_ms, baseline_ms, speedup);
     return 0;
   }
   std::printf("gbf join: SF %g, seed %llu, %s\n", args.sf,
-              static_cast<unsigned long long>(args.seed), f.backend_description().c_str());
+              static_cast<unsigned long long>(args.seed), f.description().c_str());
   std::printf("  placement:          %s\n", placement);
   std::printf("  predicate:          o_orderdate < %s (day %d): %zu of %zu orders (%.3f%%, target %.3f%%)\n",
               iso_date(cutoff).c_str(), cutoff, build_keys.size(), t.o_orderkey.size(),
               100 * actual_selectivity, 100 * args.selectivity);
-  std::printf("  filter:             %s, fpp %g\n", to_string(f.get_layout()).c_str(), args.fpp);
+  std::printf("  filter:             %s, fpp %g\n", to_string(f.layout()).c_str(), args.fpp);
   std::printf("  lineitem rows in:   %zu\n", num_lines);
   std::printf("  survivors:          %llu (%.3f%%)\n", static_cast<unsigned long long>(survivors),
               100.0 * static_cast<double>(survivors) / static_cast<double>(num_lines));

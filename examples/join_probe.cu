@@ -118,7 +118,7 @@ int main() {
     opts.where = gbf::backend::gpu;
     gbf::filter f = gbf::filter::create(build_n, 0.01, opts);  // default layout: W = 8
     f.add(d_build, build_n);  // device keys: built on the GPU
-    gbf::device_ref<8> ref(const_cast<std::uint32_t*>(f.device_words()), f.get_layout());
+    gbf::device_ref<8> ref(const_cast<std::uint32_t*>(f.device_words()), f.layout());
 
     build_table<<<256, 256>>>(d_build, build_n, d_table, table_slots - 1);
     CHECK(cudaGetLastError());

@@ -1,27 +1,52 @@
-// Defaults of the GPU-only operations: a CPU filter refuses them by name.
+// Placing backends and the checks every kind shares (host/backend.hpp).
 #include "host/backend.hpp"
+
+#include <cstdio>
 
 #include "gbf/error.hpp"
 
-namespace gbf::detail {
-namespace {
-[[noreturn]] void gpu_only(const char* operation) {
-  throw wrong_backend(std::string(operation) +
-                      " needs the GPU backend, but this filter lives on the CPU");
-}
-}  // namespace
+namespace gbf {
 
-void backend_impl::add_async(const key_batch&, stream_t) { gpu_only("add_async"); }
-void backend_impl::contains_async(const key_batch&, bool*, stream_t) const {
-  gpu_only("contains_async");
+const char* to_string(backend b) {
+  switch (b) {
+    case backend::cpu: return "cpu";
+    case backend::gpu: return "gpu";
+    case backend::automatic: return "auto";
+  }
+  return "unknown";
 }
-void backend_impl::count_async(const key_batch&, std::uint64_t*, stream_t) const {
-  gpu_only("count_async");
-}
-void backend_impl::select_async(const key_batch&, std::uint64_t*, std::uint64_t*,
-                                stream_t) const {
-  gpu_only("select_async");
-}
-const std::uint32_t* backend_impl::device_words() const { gpu_only("device_words"); }
 
-}  // namespace gbf::detail
+namespace detail {
+
+void require_sync(const call_options& call) {
+  if (call.async)
+    throw wrong_backend(std::string(call.what) +
+                        " needs the GPU backend, but this filter lives on the CPU");
+}
+
+backend resolve(const options& opts, std::string* reason) {
+  if (opts.where != backend::automatic) return opts.where;
+  const gpu_status gpu = query_gpu();
+  if (gpu.available) {
+    if (reason != nullptr) *reason = "auto: GPU present";
+    return backend::gpu;
+  }
+  if (reason != nullptr) *reason = "auto: no GPU (" + gpu.description + ")";
+  return backend::cpu;
+}
+
+std::string format_bytes(std::uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
+  return text;
+}
+
+}  // namespace detail
+}  // namespace gbf

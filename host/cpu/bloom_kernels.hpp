@@ -1,6 +1,6 @@
-// CPU kernels of the blocked Bloom filter: the per-block probe (portable
-// scalar and AVX2) and the batch loop that feeds it. Internal to
-// host/cpu_backend.cpp, which adds memory, threads and the backend_impl API.
+// CPU kernels of the plain Bloom filter: the per-block probe (portable scalar
+// and AVX2) run by the shared batch loop (host/cpu/key_loop.hpp). Internal to
+// host/cpu/bloom_backend.cpp, which adds memory, threads and the backend API.
 //
 // One loop, two instruction sets. run_range() is a template over the block
 // kernel. Each instruction set instantiates it through an entry point marked
@@ -20,6 +20,7 @@
 #include "gbf/error.hpp"
 #include "gbf/hash.hpp"
 #include "gbf/layout.hpp"
+#include "host/cpu/key_loop.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define GBF_CPU_X86 1
@@ -39,59 +40,19 @@ enum class kernel_op {
   select,      ///< Writes the indices of the present keys to rows + begin, in order; returns how many.
 };
 
-/// Hash of key i of a caller's batch.
-template <class Key>
-struct key_hashes {
-  const Key* keys;
-  std::uint64_t seed;
-  std::uint64_t operator()(std::size_t i) const { return hash_key(keys[i], seed); }
-};
-
-/// Hash of string key i: xxh64 of bytes [offsets[i], offsets[i+1]) of data
-/// (offsets checked by gbf::filter). Long strings cost their length; the batch
-/// loop hashes a group of keys before probing any, so their blocks' misses
-/// still overlap.
-template <class Offset>
-struct string_hashes {
-  const unsigned char* data;
-  const Offset* offsets;
-  std::uint64_t seed;
-  std::uint64_t operator()(std::size_t i) const {
-    const auto begin = static_cast<std::size_t>(offsets[i]);
-    const auto end = static_cast<std::size_t>(offsets[i + 1]);
-    return hash_key(data + begin, end - begin, seed);
-  }
-};
-
-/// Hashes computed by an earlier pass (add_new's threads hash once, probe later).
-struct stored_hashes {
-  const std::uint64_t* hashes;
-  std::uint64_t operator()(std::size_t i) const { return hashes[i]; }
-};
-
-/// One pass of `op` over keys [begin, end) of a batch.
+/// One pass of an operation over a key range: the filter's words and k, and
+/// where the answers go.
 template <class Hashes>
-struct range_job {
+struct bloom_job {
   kernel_op op;
-  Hashes hash_of;
-  std::size_t begin;
-  std::size_t end;
+  key_range<Hashes> keys;
   std::uint32_t* words;
-  std::uint64_t num_blocks;
   std::uint32_t bits_per_key;
-  /// Keys whose block lies outside [first_block, first_block + owned_blocks) are
-  /// skipped: add_new's threads each own a slice of the blocks.
-  std::uint64_t first_block;
-  std::uint64_t owned_blocks;
   /// found / is_new, indexed like the batch; unused by add and count.
   bool* results;
-  /// Arrow validity bitmap (null: every key valid); key i's bit is validity_bit + i.
-  /// Null keys are skipped: never added, never counted, their results untouched.
-  const std::uint8_t* validity = nullptr;
-  std::size_t validity_bit = 0;
   /// select: the batch's row index array (room for every key); this job writes its
-  /// hits to rows[begin ..], which stays inside [begin, end).
-  std::uint64_t* rows = nullptr;
+  /// hits to rows[keys.begin ..], which stays inside [keys.begin, keys.end).
+  std::uint64_t* rows;
 };
 
 /// The portable block kernel: masks from gbf::block_masks, one word at a time.
@@ -223,75 +184,43 @@ struct avx2_block {
 };
 #endif  // GBF_CPU_X86
 
-/// Keys hashed and prefetched before the first of them is probed. A filter
-/// larger than the caches costs one DRAM miss per key; issuing a group's
-/// misses together overlaps them. 16 is about the misses one core can keep in
-/// flight (its line fill buffers: 12 to 16 on recent x86 cores).
-inline constexpr std::size_t prefetch_group = 16;
-
-/// Calls visit(i, hash, block) for each key i of the job's range whose block it
-/// owns, in batch order (add_new relies on the order), one prefetched group at a time.
-template <class Block, class Hashes, class Visit>
-void for_each_key(const range_job<Hashes>& job, const Visit& visit) {
-  for (std::size_t group_begin = job.begin; group_begin < job.end; group_begin += prefetch_group) {
-    const std::size_t group_end = std::min(group_begin + prefetch_group, job.end);
-    std::size_t index[prefetch_group];
-    std::uint64_t hash[prefetch_group];
-    std::uint32_t* block[prefetch_group];
-    std::size_t queued = 0;
-    for (std::size_t i = group_begin; i < group_end; ++i) {
-      if (job.validity != nullptr) {
-        const std::size_t bit = job.validity_bit + i;
-        if (((job.validity[bit >> 3] >> (bit & 7)) & 1u) == 0) continue;  // null key
-      }
-      const std::uint64_t h = job.hash_of(i);
-      const std::uint64_t b = block_index(h, job.num_blocks);
-      index[queued] = i;
-      hash[queued] = h;
-      block[queued] = job.words + b * Block::words_per_block;
-      // Keep the key when its block is owned: unsigned wrap-around makes
-      // first_block <= b < first_block + owned_blocks one compare, and adding
-      // it instead of branching on it spares add_new's threads a mispredict
-      // per key (each owns a random 1/T of them).
-      queued += b - job.first_block < job.owned_blocks ? 1 : 0;
-    }
-    for (std::size_t q = 0; q < queued; ++q) __builtin_prefetch(block[q]);
-    for (std::size_t q = 0; q < queued; ++q) visit(index[q], hash[q], block[q]);
-  }
-}
-
 /// Runs job.op over the job's keys; returns the count for kernel_op::count, else 0.
 template <class Block, class Hashes>
-std::uint64_t run_range(const range_job<Hashes>& job) {
+std::uint64_t run_range(const bloom_job<Hashes>& job) {
   const std::uint32_t k = job.bits_per_key;
   bool* const results = job.results;
+  std::uint32_t* const words = job.words;
+  const auto address_of = [words](std::uint64_t block) {
+    return words + block * Block::words_per_block;
+  };
+  const auto for_each = [&](const auto& visit) { for_each_key(job.keys, address_of, visit); };
   std::uint64_t present = 0;
   switch (job.op) {
     case kernel_op::add:
-      for_each_key<Block>(job, [k](std::size_t, std::uint64_t h, std::uint32_t* block) {
+      for_each([k](std::size_t, std::uint64_t h, std::uint32_t* block) {
         Block::add(block, h, k);
       });
       break;
     case kernel_op::add_new:
-      for_each_key<Block>(job, [k, results](std::size_t i, std::uint64_t h, std::uint32_t* block) {
+      for_each([k, results](std::size_t i, std::uint64_t h, std::uint32_t* block) {
         results[i] = Block::add_new(block, h, k);
       });
       break;
     case kernel_op::contains:
-      for_each_key<Block>(job, [k, results](std::size_t i, std::uint64_t h, std::uint32_t* block) {
+      for_each([k, results](std::size_t i, std::uint64_t h, std::uint32_t* block) {
         results[i] = Block::contains(block, h, k);
       });
       break;
     case kernel_op::count:
-      for_each_key<Block>(job, [k, &present](std::size_t, std::uint64_t h, std::uint32_t* block) {
+      for_each([k, &present](std::size_t, std::uint64_t h, std::uint32_t* block) {
         present += Block::contains(block, h, k) ? 1 : 0;
       });
       break;
     case kernel_op::select: {
       // Branch-free compaction: always write, advance by the answer. The c-th
       // write lands at rows[begin + c] with c <= i - begin, so inside [begin, i].
-      std::uint64_t* const out = job.rows + job.begin;
-      for_each_key<Block>(job, [k, out, &present](std::size_t i, std::uint64_t h,
+      std::uint64_t* const out = job.rows + job.keys.begin;
+      for_each([k, out, &present](std::size_t i, std::uint64_t h,
                                                   std::uint32_t* block) {
         out[present] = i;
         present += Block::contains(block, h, k) ? 1 : 0;
@@ -304,18 +233,18 @@ std::uint64_t run_range(const range_job<Hashes>& job) {
 
 // The entry points the backend calls through kernel_set (see the top of the file).
 template <std::uint32_t WordsPerBlock, class Hashes>
-__attribute__((flatten)) std::uint64_t scalar_range(const range_job<Hashes>& job) {
+__attribute__((flatten)) std::uint64_t scalar_range(const bloom_job<Hashes>& job) {
   return run_range<scalar_block<WordsPerBlock>>(job);
 }
 #if GBF_CPU_X86
 template <std::uint32_t WordsPerBlock, class Hashes>
-__attribute__((flatten)) GBF_TARGET_AVX2 std::uint64_t avx2_range(const range_job<Hashes>& job) {
+__attribute__((flatten)) GBF_TARGET_AVX2 std::uint64_t avx2_range(const bloom_job<Hashes>& job) {
   return run_range<avx2_block<WordsPerBlock>>(job);
 }
 #endif
 
 template <class Hashes>
-using range_kernel = std::uint64_t (*)(const range_job<Hashes>&);
+using range_kernel = std::uint64_t (*)(const bloom_job<Hashes>&);
 
 /// The entry points serving one layout on one instruction set, per hash source.
 struct kernel_set {

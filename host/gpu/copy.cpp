@@ -1,8 +1,9 @@
-// Device-to-host copy for the CUDA-free parts of the host library (verify).
+// Device-to-host copy for the CUDA-free parts of the host library (verify,
+// keys_added of a device bitmap).
 #include <cuda_runtime.h>
 
-#include "host/backend.hpp"
 #include "host/gpu/runtime.hpp"
+#include "host/keys.hpp"
 
 namespace gbf::detail {
 

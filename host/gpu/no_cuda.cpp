@@ -1,23 +1,26 @@
 // The GPU entry points of a build without CUDA: there is never a GPU.
-#include "host/backend.hpp"
-
 #include "gbf/error.hpp"
+#include "host/bloom_backend.hpp"
+#include "host/keys.hpp"
 
 namespace gbf {
 
-gpu_status query_gpu() { return {false, "gbf was built without CUDA (GBF_ENABLE_CUDA=OFF)"}; }
+namespace {
+constexpr const char* no_cuda = "gbf was built without CUDA (GBF_ENABLE_CUDA=OFF)";
+}  // namespace
+
+gpu_status query_gpu() { return {false, no_cuda}; }
 
 namespace detail {
 
-std::unique_ptr<backend_impl> make_gpu_backend(const layout&, std::size_t, unsigned,
-                                               std::string*) {
-  throw no_gpu("no GPU: gbf was built without CUDA (GBF_ENABLE_CUDA=OFF)");
+std::unique_ptr<bloom_backend> make_gpu_bloom(const layout&, const options&, std::string*) {
+  throw no_gpu(std::string("no GPU: ") + no_cuda);
 }
 
 memory_space locate(const void*) { return memory_space::host; }
 
 void copy_device_to_host(void*, const void*, std::size_t) {
-  throw no_gpu("no GPU: gbf was built without CUDA (GBF_ENABLE_CUDA=OFF)");
+  throw no_gpu(std::string("no GPU: ") + no_cuda);
 }
 
 }  // namespace detail

@@ -5,19 +5,12 @@
 #include <limits>
 #include <string>
 
-#include "gbf/filter.hpp"
+#include "gbf/backend.hpp"
 #include "host/backend.hpp"
+#include "host/keys.hpp"
 
 namespace gbf::detail {
 namespace {
-
-constexpr double bytes_per_gib = 1024.0 * 1024.0 * 1024.0;
-
-std::string gib(std::size_t bytes) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.1f GiB", static_cast<double>(bytes) / bytes_per_gib);
-  return text;
-}
 
 std::string describe_error(cudaError_t code) {
   return std::string(cudaGetErrorName(code)) + ": " + cudaGetErrorString(code);
@@ -26,12 +19,12 @@ std::string describe_error(cudaError_t code) {
 // The message of a refused allocation: the request and, when the device can
 // still answer, how much memory it has free.
 std::string device_allocation_message(std::size_t bytes) {
-  std::string what = "cannot allocate " + std::to_string(bytes) + " bytes (" + gib(bytes) +
+  std::string what = "cannot allocate " + std::to_string(bytes) + " bytes (" + format_bytes(bytes) +
                      ") of device memory";
   std::size_t free_bytes = 0;
   std::size_t total_bytes = 0;
   if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
-    what += ": " + gib(free_bytes) + " free of " + gib(total_bytes);
+    what += ": " + format_bytes(free_bytes) + " free of " + format_bytes(total_bytes);
   } else {
     cudaGetLastError();  // the failed query must not linger as the next call's error
   }
@@ -79,7 +72,7 @@ void* pinned_allocate(std::size_t bytes) {
   const cudaError_t status = cudaMallocHost(&p, bytes);
   if (status == cudaErrorMemoryAllocation) {
     cudaGetLastError();
-    throw allocation_error("cannot allocate " + std::to_string(bytes) + " bytes (" + gib(bytes) +
+    throw allocation_error("cannot allocate " + std::to_string(bytes) + " bytes (" + format_bytes(bytes) +
                                ") of pinned host memory",
                            bytes);
   }
@@ -200,7 +193,7 @@ gpu_status probe_gpu() noexcept {
     }
     return {true, std::string(properties.name) + " (sm_" + std::to_string(properties.major) +
                       std::to_string(properties.minor) + ", " +
-                      detail::gib(properties.totalGlobalMem) + ")"};
+                      detail::format_bytes(properties.totalGlobalMem) + ")"};
   } catch (...) {  // only std::bad_alloc from the strings can get here
     return {false, "cannot describe the CUDA device (out of host memory)"};
   }

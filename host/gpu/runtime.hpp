@@ -13,23 +13,8 @@
 #include <cstdint>
 #include <utility>
 
+#include "gbf/detail/cuda_check.hpp"
 #include "gbf/error.hpp"
-
-namespace gbf::detail {
-
-/// Throws gbf::cuda_error "<call> failed at <file>:<line>: <name>: <description>" for `code`.
-[[noreturn]] void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line);
-
-}  // namespace gbf::detail
-
-/// Runs a CUDA runtime call and turns any error into gbf::cuda_error naming the
-/// call, its source location and CUDA's own name and text for the error.
-#define GBF_CUDA_TRY(call)                                                             \
-  do {                                                                                 \
-    const cudaError_t gbf_cuda_try_status_ = (call);                                   \
-    if (gbf_cuda_try_status_ != cudaSuccess)                                           \
-      ::gbf::detail::throw_cuda_error(gbf_cuda_try_status_, #call, __FILE__, __LINE__); \
-  } while (0)
 
 namespace gbf::detail {
 

@@ -7,8 +7,12 @@
 // written against this same class, so a user kernel that fuses a probe (a join
 // operator, say) runs exactly the library's logic.
 //
+// device_ref<W> may add and probe; device_ref<W, const std::uint32_t> only
+// probes (what a const filter hands out), and a mutable view converts to it.
+//
 //   // Host: W must match the filter's layout (checked, throws invalid_argument).
-//   gbf::device_ref<8> ref(const_cast<std::uint32_t*>(f.device_words()), f.get_layout());
+//   gbf::device_ref<8> ref(f);                       // f: a gbf::filter on the GPU
+//   gbf::device_ref<8, const std::uint32_t> probe_only(std::as_const(f));
 //   // Device:
 //   __global__ void probe(gbf::device_ref<8> ref, const std::uint64_t* keys, int* out, int n) {
 //     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -44,6 +48,7 @@
 #include <type_traits>
 
 #include "gbf/error.hpp"
+#include "gbf/filter.hpp"
 #include "gbf/hash.hpp"
 #include "gbf/layout.hpp"
 
@@ -116,11 +121,14 @@ __device__ inline std::uint64_t warp_xxh64(const warp_tile& warp, const void* da
   return xxh64_finish(h, p + done, len - done);
 }
 
-template <std::uint32_t WordsPerBlock>
+template <std::uint32_t WordsPerBlock, class Word = std::uint32_t>
 class device_ref {
   static_assert(WordsPerBlock == 1 || WordsPerBlock == 2 || WordsPerBlock == 4 ||
                     WordsPerBlock == 8 || WordsPerBlock == 16,
                 "words per block must be 1, 2, 4, 8 or 16");
+  static_assert(std::is_same_v<std::remove_const_t<Word>, std::uint32_t>,
+                "Word is std::uint32_t (add and probe) or const std::uint32_t (probe only)");
+  static constexpr bool can_add = !std::is_const_v<Word>;
 
  public:
   /// W: 32-bit words per block, fixed at compile time so the block lives in registers.
@@ -129,7 +137,7 @@ class device_ref {
   /// A view of the bit array `words` (device memory, l.num_words() words) of layout `l`.
   /// Throws invalid_argument when l is not a valid layout, when l.words_per_block is not
   /// WordsPerBlock, or when `words` is not aligned to a block (min(W, 4) * 4 bytes).
-  __host__ device_ref(std::uint32_t* words, const layout& l)
+  __host__ device_ref(Word* words, const layout& l)
       : words_(words), num_blocks_(l.num_blocks), bits_per_key_(l.bits_per_key), seed_(l.seed) {
     if (const char* problem = layout_problem(l)) throw invalid_argument(problem);
     if (l.words_per_block != WordsPerBlock) {
@@ -142,6 +150,20 @@ class device_ref {
                              std::to_string(vector_bytes) + " bytes for vector loads");
     }
   }
+
+  /// A view of filter `f`'s bits (f on the GPU; wrong_backend otherwise). A const
+  /// filter gives only a probe-only view.
+  template <class Filter,
+            std::enable_if_t<std::is_same_v<std::remove_const_t<Filter>, filter>, int> = 0>
+  __host__ explicit device_ref(Filter& f) : device_ref(f.device_words(), f.layout()) {}
+
+  /// A mutable view converts to a probe-only one.
+  template <class Other, std::enable_if_t<std::is_const_v<Word> && !std::is_const_v<Other>, int> = 0>
+  __host__ __device__ device_ref(const device_ref<WordsPerBlock, Other>& other)
+      : words_(other.words()),
+        num_blocks_(other.num_blocks()),
+        bits_per_key_(other.bits_per_key()),
+        seed_(other.seed()) {}
 
   /// The key's hash: xxh64 of its little-endian bytes with the filter's seed.
   template <class Key>
@@ -205,6 +227,7 @@ class device_ref {
   /// a RED, no round trip).
   __device__ __forceinline__ void or_block(std::uint64_t block,
                                            const std::uint32_t (&bits)[WordsPerBlock]) const {
+    static_assert(can_add, "a probe-only device_ref (const words) cannot add");
     std::uint32_t* first = words_ + block * WordsPerBlock;
 #pragma unroll
     for (std::uint32_t w = 0; w < WordsPerBlock; ++w) {
@@ -271,7 +294,7 @@ class device_ref {
   }
 
   /// Device address of the bit array.
-  __host__ __device__ std::uint32_t* words() const { return words_; }
+  __host__ __device__ Word* words() const { return words_; }
   /// Number of blocks.
   __host__ __device__ std::uint64_t num_blocks() const { return num_blocks_; }
   /// Bits set per key (k).
@@ -284,14 +307,15 @@ class device_ref {
   static constexpr std::uint32_t vector_bytes =
       (WordsPerBlock < 4 ? WordsPerBlock : 4) * bytes_per_word;
 
-  std::uint32_t* words_;
+  Word* words_;
   std::uint64_t num_blocks_;
   std::uint32_t bits_per_key_;
   std::uint64_t seed_;
 };
 
 // Kernels receive the view by value: it must stay a plain bundle of values.
-static_assert(std::is_trivially_copyable_v<device_ref<8>>,
+static_assert(std::is_trivially_copyable_v<device_ref<8>> &&
+                  std::is_trivially_copyable_v<device_ref<8, const std::uint32_t>>,
               "device_ref is passed to kernels by value");
 
 }  // namespace gbf

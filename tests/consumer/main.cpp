@@ -11,7 +11,7 @@ int main() {
   for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = i * 2654435761u;
   f.add(keys.data(), keys.size());
   const std::uint64_t found = f.count(keys.data(), keys.size());
-  std::printf("consumer: %s, %llu of %zu keys found\n", f.backend_description().c_str(),
+  std::printf("consumer: %s, %llu of %zu keys found\n", f.description().c_str(),
               static_cast<unsigned long long>(found), keys.size());
   return found == keys.size() ? 0 : 1;
 }

@@ -60,14 +60,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     gbf::file_metadata meta;
     const gbf::filter f = gbf::deserialize(data, size, opts, &meta);
     require(size == header_bytes + meta.l.size_bytes() + checksum_bytes, "accepted a wrong size");
-    require(f.get_layout() == meta.l && f.capacity() == meta.capacity, "metadata differs");
+    require(f.layout() == meta.l && f.capacity() == meta.capacity, "metadata differs");
     require(words_equal(f, data + header_bytes, meta.l.size_bytes()), "native words differ");
   } catch (const gbf::error&) {
   }
 
   try {
     const gbf::filter f = gbf::from_parquet_sbbf(data, size, /*with_header=*/true, opts);
-    const std::size_t bitset = f.get_layout().size_bytes();
+    const std::size_t bitset = f.layout().size_bytes();
     require(bitset <= size && words_equal(f, data + (size - bitset), bitset),
             "Parquet words (with header) differ");
   } catch (const gbf::error&) {

@@ -77,7 +77,7 @@ std::unique_ptr<bool[]> bools_from_device(const bool* device, std::size_t n) {
 }
 
 std::vector<std::uint32_t> words_of(const backend_impl& b) {
-  std::vector<std::uint32_t> words(b.get_layout().num_words());
+  std::vector<std::uint32_t> words(b.layout().num_words());
   b.read_words(words.data());
   return words;
 }
@@ -504,7 +504,7 @@ TEST_F(GpuBackend, AutomaticFilterRoutesSmallHostBatchesToItsMirrorWithTheSameAn
   filter f = filter::create(200000, 0.01, o);
   ASSERT_EQ(f.where(), backend::gpu);
   ASSERT_TRUE(f.dispatch().mirrored) << f.dispatch().mirror_note;
-  EXPECT_NE(f.backend_description().find("mirror"), std::string::npos) << f.backend_description();
+  EXPECT_NE(f.description().find("mirror"), std::string::npos) << f.description();
   filter cpu = filter::create(200000, 0.01, [] { options c; c.where = backend::cpu; return c; }());
 
   const auto big = random_keys(100000, 1);

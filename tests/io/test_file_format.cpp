@@ -202,7 +202,7 @@ TEST(FileFormat, RoundTripEveryShapeOnCpu) {
         const bytes file = gbf::serialize(f, 0.02);
         gbf::file_metadata meta;
         const gbf::filter g = gbf::deserialize(file.data(), file.size(), cpu_options(), &meta);
-        EXPECT_EQ(g.get_layout(), l);
+        EXPECT_EQ(g.layout(), l);
         EXPECT_EQ(meta.l, l);
         EXPECT_EQ(g.capacity(), 1000u);
         EXPECT_EQ(meta.capacity, 1000u);
@@ -236,13 +236,13 @@ TEST(FileFormat, SaveAndLoadFileRoundTripOnCpu) {
   gbf::file_metadata meta;
   const gbf::filter g = gbf::load(path, cpu_options(), &meta);
   EXPECT_EQ(g.words(), f.words());
-  EXPECT_EQ(g.get_layout(), f.get_layout());
+  EXPECT_EQ(g.layout(), f.layout());
   EXPECT_EQ(g.capacity(), f.capacity());
   EXPECT_EQ(meta.keys_inserted, 300u);
   EXPECT_EQ(g.stats().keys_added, 300u);  // the loaded filter keeps counting from there
 
   const gbf::file_metadata header = gbf::read_metadata(path);
-  EXPECT_EQ(header.l, f.get_layout());
+  EXPECT_EQ(header.l, f.layout());
   EXPECT_EQ(header.capacity, 1000u);
   EXPECT_EQ(header.fpp, 0.01);
   EXPECT_EQ(header.keys_inserted, 300u);
@@ -262,7 +262,7 @@ TEST(FileFormat, SaveAndLoadFileRoundTripOnGpu) {
   const gbf::filter g = gbf::load(path, gpu_opts, &meta);
   EXPECT_EQ(g.where(), gbf::backend::gpu);
   EXPECT_EQ(g.words(), f.words());
-  EXPECT_EQ(g.get_layout(), f.get_layout());
+  EXPECT_EQ(g.layout(), f.layout());
   EXPECT_EQ(g.capacity(), f.capacity());
   EXPECT_EQ(meta.keys_inserted, 300u);
   // The same keys on the CPU give the same file.
@@ -614,7 +614,7 @@ TEST(ParquetIo, ThirtyTwoByteFilterExportsArrowsHeaderAndImportsBack) {
   EXPECT_EQ(gbf::to_parquet_sbbf(f, false), a0_to_a9);
 
   const gbf::filter with = gbf::from_parquet_sbbf(expected.data(), expected.size(), true, cpu_options());
-  EXPECT_EQ(with.get_layout(), f.get_layout());
+  EXPECT_EQ(with.layout(), f.layout());
   EXPECT_EQ(with.words(), f.words());
   const gbf::filter raw = gbf::from_parquet_sbbf(a0_to_a9.data(), a0_to_a9.size(), false, cpu_options());
   EXPECT_EQ(raw.words(), f.words());
@@ -647,7 +647,7 @@ TEST(ParquetIo, ParquetTestingXxhashFileKnownAnswer) {
 
   const bytes upstream = xxhash_bin();
   const gbf::filter g = gbf::from_parquet_sbbf(upstream.data(), upstream.size(), true, cpu_options());
-  EXPECT_EQ(g.get_layout(), make_layout(8, 8, 0, 32));
+  EXPECT_EQ(g.layout(), make_layout(8, 8, 0, 32));
   EXPECT_EQ(g.words(), words);
 }
 
@@ -800,7 +800,7 @@ TEST(ParquetIo, RawBitsetMustBeAPositiveMultipleOf32Bytes) {
   // Import accepts any number of blocks, power of two or not (gbf can hold it),
   // but such a filter cannot be exported again.
   const gbf::filter f = gbf::from_parquet_sbbf(bytes(96, 1).data(), 96, false, cpu_options());
-  EXPECT_EQ(f.get_layout().num_blocks, 3u);
+  EXPECT_EQ(f.layout().num_blocks, 3u);
   EXPECT_THROW(gbf::to_parquet_sbbf(f), gbf::invalid_argument);
 }
 
@@ -813,7 +813,7 @@ TEST(ParquetIo, FileRoundTripWithAndWithoutHeader) {
     gbf::save_parquet_sbbf(f, path, with_header);
     EXPECT_EQ(read_all(path), gbf::to_parquet_sbbf(f, with_header));
     const gbf::filter g = gbf::load_parquet_sbbf(path, with_header, cpu_options());
-    EXPECT_EQ(g.get_layout(), f.get_layout());
+    EXPECT_EQ(g.layout(), f.layout());
     EXPECT_EQ(g.words(), f.words());
   }
   EXPECT_EQ(dir.entries(), (std::vector<std::string>{"h.sbbf", "raw.sbbf"}));

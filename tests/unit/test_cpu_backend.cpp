@@ -67,7 +67,7 @@ std::unique_ptr<backend_impl> make(const layout& l, cpu_simd simd, unsigned thre
 }
 
 std::vector<std::uint32_t> words_of(const backend_impl& b) {
-  std::vector<std::uint32_t> words(b.get_layout().num_words());
+  std::vector<std::uint32_t> words(b.layout().num_words());
   b.read_words(words.data());
   return words;
 }
@@ -366,7 +366,7 @@ TEST(CpuBackend, DescriptionNamesKernelAndThreads) {
   auto filter = make_cpu_backend(layout{}, cpu_simd::scalar, 1, &description);
   EXPECT_EQ(description, "cpu (scalar, 1 thread)");
   EXPECT_EQ(filter->kind(), backend::cpu);
-  EXPECT_EQ(filter->get_layout(), layout{});
+  EXPECT_EQ(filter->layout(), layout{});
 
   make_cpu_backend(layout{}, cpu_simd::automatic, 3, &description);
   EXPECT_EQ(description, cpu_has_avx2() ? "cpu (avx2, 3 threads)" : "cpu (scalar, 3 threads)");

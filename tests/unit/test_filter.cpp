@@ -45,7 +45,7 @@ TEST(FilterBackend, AutoPicksTheGpuWhenPresentAndSaysWhyOtherwise) {
     EXPECT_EQ(f.where(), gbf::backend::gpu);
   } else {
     EXPECT_EQ(f.where(), gbf::backend::cpu);
-    EXPECT_NE(f.backend_description().find("no GPU"), std::string::npos) << f.backend_description();
+    EXPECT_NE(f.description().find("no GPU"), std::string::npos) << f.description();
     EXPECT_FALSE(gpu.description.empty());
   }
 }
@@ -103,7 +103,7 @@ TEST(Filter, MeasuredFprMatchesTheModelWithinStatisticalBounds) {
       auto absent = random_keys<std::uint64_t>(probes, 12);
       for (auto& k : absent) k |= 1ULL;
       const double measured = static_cast<double>(f.count(absent.data(), probes)) / probes;
-      const double predicted = gbf::expected_fpr(f.get_layout(), static_cast<double>(n));
+      const double predicted = gbf::expected_fpr(f.layout(), static_cast<double>(n));
       // 5 binomial sigmas, plus 3% for the model's independent-probe approximation.
       const double sigma = std::sqrt(predicted * (1 - predicted) / probes);
       EXPECT_NEAR(measured, predicted, 5 * sigma + 0.03 * predicted)
@@ -149,7 +149,7 @@ TEST(Filter, StatsTrackFillEstimatedKeysAndCapacity) {
   const auto keys = random_keys<std::uint64_t>(3 * capacity / 2, 31);
   f.add(keys.data(), capacity / 2);
   gbf::filter_stats half = f.stats();
-  EXPECT_EQ(half.num_bits, f.get_layout().num_bits());
+  EXPECT_EQ(half.num_bits, f.layout().num_bits());
   EXPECT_DOUBLE_EQ(half.fill_ratio, static_cast<double>(half.bits_set) / half.num_bits);
   EXPECT_NEAR(half.estimated_keys, capacity / 2.0, 0.02 * capacity / 2);
   EXPECT_LT(half.estimated_fpr, 0.01);
@@ -205,7 +205,7 @@ TEST(Filter, CombiningDifferentLayoutsThrowsLayoutMismatchNamingBoth) {
     EXPECT_THROW(a.merge(b), gbf::layout_mismatch);
     EXPECT_THROW(a.intersect(b), gbf::layout_mismatch);
     const std::string message = what_of([&] { a.merge(b); });
-    EXPECT_NE(message.find(gbf::to_string(a.get_layout())), std::string::npos) << message;
+    EXPECT_NE(message.find(gbf::to_string(a.layout())), std::string::npos) << message;
     EXPECT_NE(message.find(gbf::to_string(other)), std::string::npos) << message;
     if (other.num_blocks != 100) {
       EXPECT_NE(message.find("num_blocks 100 vs " + std::to_string(other.num_blocks)),
@@ -262,7 +262,7 @@ TEST(Filter, WordsRoundTripThroughFromWordsAndCopyTo) {
   const auto keys = random_keys<std::uint64_t>(10'000, 51);
   f.add(keys.data(), keys.size());
   const auto bits = f.words();
-  gbf::filter g = gbf::filter::from_words(f.get_layout(), bits.data(), on_cpu(), f.capacity());
+  gbf::filter g = gbf::filter::from_words(f.layout(), bits.data(), on_cpu(), f.capacity());
   EXPECT_EQ(g.words(), bits);
   EXPECT_EQ(g.capacity(), f.capacity());
   EXPECT_EQ(f.copy_to(gbf::backend::cpu).words(), bits);

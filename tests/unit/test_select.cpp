@@ -83,7 +83,7 @@ void check_cpu_select(const shape& s, const cpu_config& config) {
   // 300k probes: above the threads' split threshold, so several threads compact.
   const std::vector<Key> probes = probes_for(added, 300'000, 2);
   const std::vector<std::uint64_t> rows = selected_rows(f, probes);
-  EXPECT_EQ(rows, expected_rows(f, probes)) << to_string(f.get_layout());
+  EXPECT_EQ(rows, expected_rows(f, probes)) << to_string(f.layout());
   EXPECT_GE(rows.size(), probes.size() / 2);  // every added key is selected
   const std::vector<std::uint8_t> validity = random_validity(probes.size(), 3);
   EXPECT_EQ(selected_rows(f, probes, validity.data()),

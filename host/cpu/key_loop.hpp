@@ -1,0 +1,117 @@
+// The CPU batch loop every filter kind's kernels share: where a key's hash
+// comes from, and the walk that hashes a group of keys, prefetches their
+// blocks and then visits them, so that a core overlaps the cache misses of a
+// filter larger than its caches.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "gbf/hash.hpp"
+#include "gbf/keys.hpp"
+#include "gbf/layout.hpp"
+
+namespace gbf::detail::cpu {
+
+/// Hash of key i of a caller's integer batch.
+template <class Key>
+struct key_hashes {
+  const Key* keys;
+  std::uint64_t seed;
+  std::uint64_t operator()(std::size_t i) const { return hash_key(keys[i], seed); }
+};
+
+/// Hash of string key i: xxh64 of bytes [offsets[i], offsets[i+1]) of data
+/// (offsets already checked). Long strings cost their length; the loop hashes a
+/// group of keys before visiting any, so their blocks' misses still overlap.
+template <class Offset>
+struct string_hashes {
+  const unsigned char* data;
+  const Offset* offsets;
+  std::uint64_t seed;
+  std::uint64_t operator()(std::size_t i) const {
+    const auto begin = static_cast<std::size_t>(offsets[i]);
+    const auto end = static_cast<std::size_t>(offsets[i + 1]);
+    return hash_key(data + begin, end - begin, seed);
+  }
+};
+
+/// Hashes computed by an earlier pass (threads that hash once and visit later).
+struct stored_hashes {
+  const std::uint64_t* hashes;
+  std::uint64_t operator()(std::size_t i) const { return hashes[i]; }
+};
+
+/// Calls fn(hashes) with the hash source of a host batch's key kind.
+template <class Fn>
+decltype(auto) with_hashes(const key_batch& keys, std::uint64_t seed, Fn&& fn) {
+  const auto* bytes = static_cast<const unsigned char*>(keys.data);
+  switch (keys.kind) {
+    case key_kind::str32:
+      return fn(string_hashes<std::int32_t>{bytes, static_cast<const std::int32_t*>(keys.offsets), seed});
+    case key_kind::str64:
+      return fn(string_hashes<std::int64_t>{bytes, static_cast<const std::int64_t*>(keys.offsets), seed});
+    case key_kind::u32:
+      return fn(key_hashes<std::uint32_t>{static_cast<const std::uint32_t*>(keys.data), seed});
+    case key_kind::u64:
+    default:
+      return fn(key_hashes<std::uint64_t>{static_cast<const std::uint64_t*>(keys.data), seed});
+  }
+}
+
+/// Keys [begin, end) of a batch, as one thread walks them.
+template <class Hashes>
+struct key_range {
+  Hashes hash_of;
+  std::size_t begin;
+  std::size_t end;
+  std::uint64_t num_blocks;
+  /// Keys whose block lies outside [first_block, first_block + owned_blocks) are
+  /// skipped: threads that each own a slice of the blocks.
+  std::uint64_t first_block;
+  std::uint64_t owned_blocks;
+  /// Arrow validity bitmap (null: every key valid); key i's bit is validity_bit + i.
+  /// Null keys are skipped: never visited.
+  const std::uint8_t* validity;
+  std::size_t validity_bit;
+};
+
+/// Keys hashed and prefetched before the first of them is visited. A filter
+/// larger than the caches costs one DRAM miss per key; issuing a group's misses
+/// together overlaps them. 16 is about the misses one core can keep in flight
+/// (its line fill buffers: 12 to 16 on recent x86 cores).
+inline constexpr std::size_t prefetch_group = 16;
+
+/// Calls visit(i, hash, block_address) for each non-null key i of the range
+/// whose block it owns, in batch order (sequential semantics rely on it), one
+/// prefetched group at a time. `address_of(block)` is where a block starts.
+template <class Hashes, class AddressOf, class Visit>
+void for_each_key(const key_range<Hashes>& range, const AddressOf& address_of,
+                  const Visit& visit) {
+  for (std::size_t group_begin = range.begin; group_begin < range.end;
+       group_begin += prefetch_group) {
+    const std::size_t group_end = std::min(group_begin + prefetch_group, range.end);
+    std::size_t index[prefetch_group];
+    std::uint64_t hash[prefetch_group];
+    decltype(address_of(std::uint64_t{0})) block[prefetch_group];
+    std::size_t queued = 0;
+    for (std::size_t i = group_begin; i < group_end; ++i) {
+      if (!key_valid(range.validity, range.validity_bit, i)) continue;
+      const std::uint64_t h = range.hash_of(i);
+      const std::uint64_t b = block_index(h, range.num_blocks);
+      index[queued] = i;
+      hash[queued] = h;
+      block[queued] = address_of(b);
+      // Keep the key when its block is owned: unsigned wrap-around makes
+      // first_block <= b < first_block + owned_blocks one compare, and adding
+      // it instead of branching on it spares block-owning threads a mispredict
+      // per key (each owns a random 1/T of them).
+      queued += b - range.first_block < range.owned_blocks ? 1 : 0;
+    }
+    for (std::size_t q = 0; q < queued; ++q) __builtin_prefetch(block[q]);
+    for (std::size_t q = 0; q < queued; ++q) visit(index[q], hash[q], block[q]);
+  }
+}
+
+}  // namespace gbf::detail::cpu

@@ -1,0 +1,27 @@
+// Host memory for a filter's words, whatever its kind: one zeroed, 64-byte
+// aligned array, in transparent huge pages when it is large, and the
+// whole-array operations on it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+namespace gbf::detail::cpu {
+
+/// Frees a word array: munmap for a mapped one (mapped_bytes > 0), else free.
+struct word_deleter {
+  std::uint64_t mapped_bytes = 0;
+  void operator()(std::uint32_t* p) const noexcept;
+};
+using word_array = std::unique_ptr<std::uint32_t[], word_deleter>;
+
+/// A zeroed, 64-byte aligned array of `bytes` bytes (a block never straddles a
+/// cache line; AVX2 loads of a block are aligned). With `huge_pages`, arrays of
+/// 2 MiB or more are mapped 2 MiB-aligned and advised MADV_HUGEPAGE (see
+/// memory.cpp). Throws allocation_error naming `what` and the size.
+word_array allocate_words(std::uint64_t bytes, bool huge_pages, const char* what);
+
+/// Set bits in words[0, n) (POPCNT where the CPU has it).
+std::uint64_t count_set_bits(const std::uint32_t* words, std::uint64_t n);
+
+}  // namespace gbf::detail::cpu

@@ -1,0 +1,107 @@
+// Splitting a CPU batch over threads, for every filter kind: contiguous ranges
+// of keys (of equal work) or of blocks, each run on a thread of its own.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "gbf/keys.hpp"
+#include "host/keys.hpp"
+
+namespace gbf::detail::cpu {
+
+/// Keys below which one more CPU thread costs more than it saves (thread start is
+/// ~10 us): a batch under 2 * min_keys_per_thread runs on one thread.
+inline constexpr std::uint64_t min_keys_per_thread = std::uint64_t{1} << 16;
+/// Words (4 MiB) below which whole-array work (popcount, merge) stays on fewer threads.
+inline constexpr std::uint64_t min_words_per_thread = std::uint64_t{1} << 20;
+
+/// Start of part `part` when [0, n) is cut into `parts` contiguous ranges whose
+/// sizes differ by at most one (no n * part product, so no overflow).
+inline std::uint64_t part_begin(std::uint64_t n, unsigned parts, unsigned part) {
+  return n / parts * part + std::min<std::uint64_t>(part, n % parts);
+}
+
+/// `parts` contiguous ranges of [0, n) whose sizes differ by at most one.
+inline std::vector<std::uint64_t> even_bounds(unsigned parts, std::uint64_t n) {
+  std::vector<std::uint64_t> bounds(parts + 1);
+  for (unsigned part = 0; part <= parts; ++part) bounds[part] = part_begin(n, parts, part);
+  return bounds;
+}
+
+/// Calls fn(part, begin, end) for each range [bounds[part], bounds[part + 1]):
+/// part 0 on the calling thread, the others on threads of their own. A thread
+/// that cannot be started leaves its part to the calling thread: the work is
+/// done either way.
+template <class Fn>
+void run_in_ranges(const std::vector<std::uint64_t>& bounds, const Fn& fn) {
+  const auto parts = static_cast<unsigned>(bounds.size() - 1);
+  std::vector<std::thread> workers;
+  workers.reserve(parts - 1);
+  struct join_all {
+    std::vector<std::thread>& threads;
+    ~join_all() {
+      for (std::thread& t : threads) t.join();
+    }
+  } joiner{workers};
+  for (unsigned part = 1; part < parts; ++part) {
+    const std::uint64_t begin = bounds[part];
+    const std::uint64_t end = bounds[part + 1];
+    try {
+      workers.emplace_back([&fn, part, begin, end] { fn(part, begin, end); });
+    } catch (const std::system_error&) {
+      fn(part, begin, end);
+    }
+  }
+  fn(0u, bounds[0], bounds[1]);
+}
+
+/// Calls fn(part, begin, end) for each of `parts` even ranges of [0, n) (see run_in_ranges).
+template <class Fn>
+void run_in_parts(unsigned parts, std::uint64_t n, const Fn& fn) {
+  run_in_ranges(even_bounds(parts, n), fn);
+}
+
+/// What hashing a string costs, in "keys": one per key plus one per this many bytes
+/// (xxh64 runs at a few GB/s; a probe costs about what hashing 16 bytes does).
+inline constexpr std::uint64_t bytes_per_key_cost = 16;
+
+/// The work of keys [0, i) of a batch: i, plus (bytes before key i) / 16 for strings.
+inline std::uint64_t key_work(const key_batch& keys, std::size_t i) {
+  if (!keys.is_string()) return i;
+  const auto bytes = static_cast<std::uint64_t>(offset_at(keys, i) - offset_at(keys, 0));
+  return i + bytes / bytes_per_key_cost;
+}
+
+/// `parts` contiguous key ranges of equal work: even by count for integers, by
+/// count and bytes for strings (a batch with a few long strings among many short
+/// ones would otherwise leave one thread hashing the long ones alone). Offsets
+/// are non-decreasing, so work is monotone in i and each cut is a binary search.
+inline std::vector<std::uint64_t> key_bounds(const key_batch& keys, unsigned parts) {
+  if (!keys.is_string() || parts == 1) return even_bounds(parts, keys.count);
+  std::vector<std::uint64_t> bounds(parts + 1);
+  const std::uint64_t total = key_work(keys, keys.count);
+  bounds[0] = 0;
+  bounds[parts] = keys.count;
+  for (unsigned part = 1; part < parts; ++part) {
+    const std::uint64_t target = part_begin(total, parts, part);
+    std::uint64_t lo = bounds[part - 1], hi = keys.count;  // first i with work(i) >= target
+    while (lo < hi) {
+      const std::uint64_t mid = lo + (hi - lo) / 2;
+      if (key_work(keys, mid) < target) lo = mid + 1; else hi = mid;
+    }
+    bounds[part] = lo;
+  }
+  return bounds;
+}
+
+/// Threads worth using for `work` items when each should get at least
+/// `min_per_thread`, capped at `threads`.
+inline unsigned parts_for(std::uint64_t work, std::uint64_t min_per_thread, unsigned threads) {
+  return static_cast<unsigned>(std::clamp<std::uint64_t>(work / min_per_thread, 1, threads));
+}
+
+}  // namespace gbf::detail::cpu

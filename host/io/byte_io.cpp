@@ -1,0 +1,98 @@
+// Byte sources and the word payload (host/io/byte_io.hpp).
+#include "host/io/byte_io.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace gbf::detail {
+
+file_source::file_source(const std::string& path) : byte_source("'" + path + "'") {
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) fail_os("cannot open");
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) fail_os("cannot stat");
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd_);
+    throw io_error(name() + ": not a regular file", S_ISDIR(st.st_mode) ? EISDIR : EINVAL);
+  }
+  size_ = static_cast<std::uint64_t>(st.st_size);
+}
+
+file_source::~file_source() { ::close(fd_); }
+
+std::size_t file_source::read(std::uint8_t* dst, std::size_t n) {
+  std::size_t done = 0;
+  while (done < n) {
+    if (buffer_pos_ == buffer_len_) {
+      if (n - done >= buffer_.size()) {  // large request: straight into dst
+        const std::size_t got = read_some(dst + done, n - done);
+        if (got == 0) break;
+        done += got;
+        continue;
+      }
+      buffer_len_ = read_some(buffer_.data(), buffer_.size());
+      buffer_pos_ = 0;
+      if (buffer_len_ == 0) break;
+    }
+    const std::size_t take = std::min(buffer_len_ - buffer_pos_, n - done);
+    std::memcpy(dst + done, buffer_.data() + buffer_pos_, take);
+    buffer_pos_ += take;
+    done += take;
+  }
+  consumed_ += done;
+  return done;
+}
+
+// One read(2), retried on EINTR; 0 at end of file.
+std::size_t file_source::read_some(std::uint8_t* dst, std::size_t n) {
+  for (;;) {
+    const ssize_t got = ::read(fd_, dst, n);
+    if (got >= 0) return static_cast<std::size_t>(got);
+    if (errno != EINTR) fail_os("cannot read");
+  }
+}
+
+void file_source::fail_os(const char* what) {
+  const int err = errno;
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  throw io_error(std::string(what) + " " + name() + ": " + std::strerror(err), err);
+}
+
+namespace {
+constexpr std::size_t chunk_words = std::size_t{1} << 16;  // 256 KiB of payload per step
+}  // namespace
+
+void write_words(const std::vector<std::uint32_t>& words, byte_sink& out, xxh64_stream* hash) {
+  std::vector<std::uint8_t> chunk(chunk_words * bytes_per_word);
+  for (std::size_t first = 0; first < words.size(); first += chunk_words) {
+    const std::size_t count = std::min(chunk_words, words.size() - first);
+    for (std::size_t i = 0; i < count; ++i) put_le32(&chunk[4 * i], words[first + i]);
+    if (hash != nullptr) hash->update(chunk.data(), 4 * count);
+    out.write(chunk.data(), 4 * count);
+  }
+}
+
+// Reads l.num_words() words; the caller has checked that the source holds them.
+std::vector<std::uint32_t> read_words(const layout& l, byte_source& in, xxh64_stream* hash) {
+  std::vector<std::uint32_t> words(l.num_words());
+  std::vector<std::uint8_t> chunk(chunk_words * bytes_per_word);
+  for (std::size_t first = 0; first < words.size(); first += chunk_words) {
+    const std::size_t count = std::min(chunk_words, words.size() - first);
+    if (in.read(chunk.data(), 4 * count) != 4 * count)
+      in.fail("truncated file: the payload ended early (the file shrank while being read)");
+    if (hash != nullptr) hash->update(chunk.data(), 4 * count);
+    for (std::size_t i = 0; i < count; ++i) words[first + i] = get_le32(&chunk[4 * i]);
+  }
+  return words;
+}
+
+void check_buffer(const char* what, const std::uint8_t* data, std::size_t size) {
+  if (data == nullptr && size > 0)
+    throw invalid_argument(std::string(what) + ": data is null but size = " + std::to_string(size));
+}
+
+}  // namespace gbf::detail

@@ -1,0 +1,122 @@
+// Apache Parquet's split-block Bloom filter (SBBF): the bitset of the default
+// layout, optionally after its Thrift BloomFilterHeader (docs/file-format.md).
+#include <string>
+#include <vector>
+
+#include "gbf/io.hpp"
+#include "gbf/sizing.hpp"
+#include "host/io/atomic_file.hpp"
+#include "host/io/byte_io.hpp"
+#include "host/io/thrift.hpp"
+
+namespace gbf {
+namespace {
+
+using detail::atomic_file_sink;
+using detail::byte_sink;
+using detail::byte_source;
+using detail::file_source;
+using detail::memory_source;
+using detail::vector_sink;
+
+bool is_power_of_two(std::uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+void check_parquet_exportable(const char* what, const layout& l) {
+  const std::string problem = parquet_problem(l);
+  if (!problem.empty())
+    throw invalid_argument(std::string(what) + ": cannot export as a Parquet SBBF: " + problem);
+}
+
+void write_parquet(const filter& f, bool with_header, byte_sink& out) {
+  const layout& l = f.layout();
+  if (with_header) {
+    const auto header = detail::thrift::bloom_filter_header(static_cast<std::uint32_t>(l.size_bytes()));
+    out.write(header.data(), header.size());
+  }
+  detail::write_words(f.words(), out, nullptr);
+}
+
+filter read_parquet(byte_source& in, bool with_header, const options& opts) {
+  const std::uint64_t available = [&] {
+    if (!with_header) return in.remaining();
+    const std::uint64_t num_bytes = detail::thrift::read_bloom_filter_header(in);
+    if (in.remaining() != num_bytes)
+      in.fail("the Parquet header says numBytes = " + std::to_string(num_bytes) + " but " +
+              std::to_string(in.remaining()) + " bytes of bitset follow it");
+    return num_bytes;
+  }();
+  if (available == 0 || available % 32 != 0)
+    in.fail("bitset size " + std::to_string(available) +
+            " bytes is not a positive multiple of 32 (the SBBF block size)");
+  layout l;  // the default layout is Parquet's: W = 8, k = 8, xxh64, seed 0
+  l.num_blocks = available / 32;
+  if (const char* problem = layout_problem(l)) in.fail(std::string("impossible layout: ") + problem);
+  const std::vector<std::uint32_t> words = detail::read_words(l, in, nullptr);
+  return filter::from_words(l, words.data(), opts);
+}
+
+}  // namespace
+
+std::string parquet_problem(const layout& l) {
+  if (const char* problem = layout_problem(l)) return std::string("invalid layout: ") + problem;
+  std::vector<std::string> problems;
+  if (l.words_per_block != 8)
+    problems.push_back("words_per_block is " + std::to_string(l.words_per_block) +
+                       ", Parquet needs 8");
+  if (l.bits_per_key != 8)
+    problems.push_back("bits_per_key is " + std::to_string(l.bits_per_key) + ", Parquet needs 8");
+  if (l.seed != 0) problems.push_back("seed is " + std::to_string(l.seed) + ", Parquet needs 0");
+  const std::uint64_t bytes = l.size_bytes();
+  if (!is_power_of_two(bytes))
+    problems.push_back("size " + std::to_string(bytes) + " bytes is not a power of two");
+  if (bytes < parquet_min_bytes)
+    problems.push_back("size " + std::to_string(bytes) + " bytes is below Parquet's 32-byte minimum");
+  if (bytes > parquet_max_bytes)
+    problems.push_back("size " + std::to_string(bytes) +
+                       " bytes exceeds Parquet's 128 MiB maximum (134217728 bytes)");
+  std::string joined;
+  for (const std::string& p : problems) joined += (joined.empty() ? "" : "; ") + p;
+  return joined;
+}
+
+layout parquet_compatible_layout(std::uint64_t capacity, double fpp) {
+  layout l = size_for(capacity, fpp);  // the default shape is Parquet's
+  const std::uint64_t needed = l.size_bytes();
+  if (needed > parquet_max_bytes)
+    throw invalid_argument("parquet_compatible_layout: " + std::to_string(capacity) +
+                           " keys at fpp " + std::to_string(fpp) + " need " +
+                           std::to_string(needed) +
+                           " bytes, more than Parquet's 128 MiB maximum (134217728 bytes)");
+  std::uint64_t bytes = parquet_min_bytes;
+  while (bytes < needed) bytes <<= 1;
+  l.num_blocks = bytes / 32;
+  return l;
+}
+
+std::vector<std::uint8_t> to_parquet_sbbf(const filter& f, bool with_header) {
+  check_parquet_exportable("to_parquet_sbbf", f.layout());
+  vector_sink out(f.layout().size_bytes() + (with_header ? 32 : 0));
+  write_parquet(f, with_header, out);
+  return out.take();
+}
+
+filter from_parquet_sbbf(const std::uint8_t* data, std::size_t size, bool with_header,
+                         const options& opts) {
+  detail::check_buffer("from_parquet_sbbf", data, size);
+  memory_source in("Parquet SBBF data", data, size);
+  return read_parquet(in, with_header, opts);
+}
+
+void save_parquet_sbbf(const filter& f, const std::string& path, bool with_header) {
+  check_parquet_exportable("save_parquet_sbbf", f.layout());
+  atomic_file_sink out(path);
+  write_parquet(f, with_header, out);
+  out.commit();
+}
+
+filter load_parquet_sbbf(const std::string& path, bool with_header, const options& opts) {
+  file_source in(path);
+  return read_parquet(in, with_header, opts);
+}
+
+}  // namespace gbf

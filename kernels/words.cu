@@ -1,0 +1,69 @@
+// Whole-array kernels (kernels/words.cuh): 16-byte vectors, then the
+// num_words % 4 tail words.
+#include "kernels/launch.cuh"
+#include "kernels/words.cuh"
+
+namespace gbf::detail::gpu {
+namespace {
+
+template <word_op Op>
+__device__ __forceinline__ std::uint32_t apply(std::uint32_t a, std::uint32_t b) {
+  return Op == word_op::bit_or ? (a | b) : (a & b);
+}
+
+template <word_op Op>
+__global__ void __launch_bounds__(block_threads)
+    combine_kernel(std::uint32_t* __restrict__ dst, const std::uint32_t* __restrict__ src,
+                   std::uint64_t num_words) {
+  const std::uint64_t num_vectors = num_words / 4;
+  auto* dst4 = reinterpret_cast<uint4*>(dst);
+  const auto* src4 = reinterpret_cast<const uint4*>(src);
+  for (std::size_t i = first_index(); i < num_vectors; i += grid_stride()) {
+    uint4 a = dst4[i];
+    const uint4 b = src4[i];
+    a.x = apply<Op>(a.x, b.x);
+    a.y = apply<Op>(a.y, b.y);
+    a.z = apply<Op>(a.z, b.z);
+    a.w = apply<Op>(a.w, b.w);
+    dst4[i] = a;
+  }
+  for (std::size_t i = num_vectors * 4 + first_index(); i < num_words; i += grid_stride()) {
+    dst[i] = apply<Op>(dst[i], src[i]);
+  }
+}
+
+__global__ void __launch_bounds__(block_threads)
+    popcount_kernel(const std::uint32_t* __restrict__ words, std::uint64_t num_words,
+                    counter_t* counter) {
+  const std::uint64_t num_vectors = num_words / 4;
+  const auto* words4 = reinterpret_cast<const uint4*>(words);
+  counter_t bits = 0;
+  for (std::size_t i = first_index(); i < num_vectors; i += grid_stride()) {
+    const uint4 v = words4[i];
+    bits += __popc(v.x) + __popc(v.y) + __popc(v.z) + __popc(v.w);
+  }
+  for (std::size_t i = num_vectors * 4 + first_index(); i < num_words; i += grid_stride()) {
+    bits += __popc(words[i]);
+  }
+  add_block_total(bits, counter);
+}
+
+}  // namespace
+
+void combine_words(std::uint32_t* dst, const std::uint32_t* src, std::uint64_t num_words,
+                   word_op op, cudaStream_t stream) {
+  const std::size_t work = (num_words + 3) / 4;
+  if (op == word_op::bit_or) {
+    launch<combine_kernel<word_op::bit_or>>(work, stream, dst, src, num_words);
+  } else {
+    launch<combine_kernel<word_op::bit_and>>(work, stream, dst, src, num_words);
+  }
+}
+
+void popcount(const std::uint32_t* words, std::uint64_t num_words, std::uint64_t* counter,
+              cudaStream_t stream) {
+  launch<popcount_kernel>((num_words + 3) / 4, stream, words, num_words,
+                          reinterpret_cast<counter_t*>(counter));
+}
+
+}  // namespace gbf::detail::gpu

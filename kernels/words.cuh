@@ -1,0 +1,23 @@
+// Host launchers of the kernels over a filter's whole word array, whatever its
+// kind: word-wise set operations and the popcount. Plain C++; kernels in words.cu.
+// Queued on `stream`, never synchronizing; arrays 16-byte aligned device memory.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace gbf::detail::gpu {
+
+/// Word-wise operation of combine_words.
+enum class word_op { bit_or, bit_and };
+
+/// dst[i] = dst[i] op src[i] for i < num_words.
+void combine_words(std::uint32_t* dst, const std::uint32_t* src, std::uint64_t num_words,
+                   word_op op, cudaStream_t stream);
+
+/// Adds to *counter (which the caller zeroes) the number of set bits of words[0, num_words).
+void popcount(const std::uint32_t* words, std::uint64_t num_words, std::uint64_t* counter,
+              cudaStream_t stream);
+
+}  // namespace gbf::detail::gpu
