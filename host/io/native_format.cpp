@@ -11,6 +11,7 @@
 #include "gbf/io.hpp"
 #include "host/io/atomic_file.hpp"
 #include "host/io/byte_io.hpp"
+#include "host/io/container.hpp"
 
 namespace gbf {
 namespace {
@@ -98,9 +99,15 @@ file_metadata read_native_header(byte_source& in, xxh64_stream& hash) {
   // file", and a newer version may have a longer header, not a truncated one.
   if (!std::equal(h.begin(), h.begin() + std::min(got, magic.size()), magic.begin()))
     in.fail("not a gbf filter file (bad magic; expected \"GBFBLOOM\")");
-  if (got >= offset::version + 4 && get_le32(&h[offset::version]) != file_format_version)
-    in.fail("unsupported gbf format version " + std::to_string(get_le32(&h[offset::version])) +
-            " (this library reads version " + std::to_string(file_format_version) + ")");
+  if (got >= offset::version + 4 && get_le32(&h[offset::version]) != file_format_version) {
+    // Another kind's container (version 2) says what it holds; any other
+    // version is unsupported (peek_kind throws naming it).
+    const detail::filter_kind found = detail::peek_kind(h.data(), got, in);
+    in.fail(found == detail::filter_kind::bloom
+                ? std::string("a plain Bloom filter in a version-2 container, which gbf does not "
+                              "write (plain filters are version 1)")
+                : detail::wrong_kind_message(found, detail::filter_kind::bloom));
+  }
   if (got < header_bytes)
     in.fail("truncated file: the header has " + std::to_string(got) + " of " +
             std::to_string(header_bytes) + " bytes");
@@ -191,6 +198,13 @@ void save(const filter& f, const std::string& path, double fpp) {
 filter load(const std::string& path, const options& opts, file_metadata* metadata) {
   file_source in(path);
   return read_native(in, opts, metadata);
+}
+
+file_kind read_file_kind(const std::string& path) {
+  file_source in(path);
+  std::uint8_t first[20] = {};
+  const std::size_t got = in.read(first, sizeof first);
+  return detail::peek_kind(first, got, in);
 }
 
 file_metadata read_metadata(const std::string& path) {

@@ -35,8 +35,16 @@ struct file_metadata {
   std::uint64_t keys_inserted = 0;  ///< Keys added when saved (duplicates included).
 };
 
-/// The gbf native format version this library writes and reads.
+/// The gbf native format version of plain Bloom filters (other kinds use the
+/// version-2 container, docs/file-format.md).
 inline constexpr std::uint32_t file_format_version = 1;
+
+/// What a gbf file holds.
+enum class file_kind : std::uint32_t { bloom = 1, counting = 2, scaling = 3, cuckoo = 4 };
+
+/// The kind of filter in the gbf file at `path`, from its first bytes; format_error
+/// for a file that is not a gbf filter, io_error when it cannot be read.
+file_kind read_file_kind(const std::string& path);
 
 /// `f` in the gbf native format (header, words, checksum); `fpp` (0 = unknown) is recorded.
 std::vector<std::uint8_t> serialize(const filter& f, double fpp = 0);

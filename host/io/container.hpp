@@ -1,0 +1,134 @@
+// The gbf file container every filter kind shares (docs/file-format.md,
+// "Version 2: the container of every filter kind"):
+//
+//   offset  size  field
+//   0       8     magic "GBFBLOOM"
+//   8       4     version = 2
+//   12      4     header length H: bytes from offset 0 to the payload, a multiple of 8
+//   16      4     kind (filter_kind)
+//   20      4     the kind's revision of its fields (each kind's reader says which it reads)
+//   24      8     payload bytes P
+//   32      H-32  the kind's fields, little-endian, zero-padded to H
+//   H       P     payload: 32-bit words, little-endian
+//   H+P     8     checksum: xxh64, seed 0, of bytes [0, H+P)
+//
+// Version 1 is the plain Bloom filter's own 80-byte header (native_format.cpp),
+// which plain filters still write, so that every reader of version 1 keeps
+// reading them; the other kinds write version 2. A reader of one kind handed
+// a file of another says which kind it holds instead of misreading it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gbf/io.hpp"
+#include "host/io/byte_io.hpp"
+
+namespace gbf::detail {
+
+/// What a gbf file holds (the container's kind field).
+using filter_kind = file_kind;
+
+/// "plain Bloom", "counting Bloom", "scaling Bloom", "cuckoo", or "unknown (N)".
+std::string kind_name(std::uint32_t kind);
+
+/// The first bytes every gbf file starts with.
+inline constexpr char container_magic[8] = {'G', 'B', 'F', 'B', 'L', 'O', 'O', 'M'};
+/// Bytes of the fixed part of a version-2 header (before the kind's fields).
+inline constexpr std::size_t container_fixed_bytes = 32;
+/// Largest version-2 header a reader accepts (a bound on what a corrupt file makes it allocate).
+inline constexpr std::size_t container_max_header_bytes = std::size_t{1} << 20;
+
+/// The kind's fields, written little-endian one after another.
+class field_writer {
+ public:
+  void u32(std::uint32_t v);
+  void u64(std::uint64_t v);
+  void f64(double v);
+  const std::vector<std::uint8_t>& bytes() const noexcept { return bytes_; }
+
+ private:
+  std::vector<std::uint8_t> bytes_;
+};
+
+/// Reads the kind's fields back; a field past the end is a format_error from `source`.
+class field_reader {
+ public:
+  field_reader(const std::vector<std::uint8_t>& bytes, const byte_source& source)
+      : bytes_(bytes), source_(source) {}
+  std::uint32_t u32(const char* name);
+  std::uint64_t u64(const char* name);
+  double f64(const char* name);
+  /// Bytes not read yet.
+  std::size_t remaining() const noexcept { return bytes_.size() - position_; }
+
+ private:
+  const std::uint8_t* take(std::size_t n, const char* name);
+
+  const std::vector<std::uint8_t>& bytes_;
+  const byte_source& source_;
+  std::size_t position_ = 0;
+};
+
+/// Writes one version-2 file to `out`: the header at construction, then the
+/// payload through write_words, then finish() adds the checksum.
+class container_writer {
+ public:
+  container_writer(byte_sink& out, filter_kind kind, std::uint32_t revision,
+                   const std::vector<std::uint8_t>& fields, std::uint64_t payload_bytes);
+  /// Appends `n` words to the payload (little-endian).
+  void write_words(const std::uint32_t* words, std::size_t n);
+  /// Writes the checksum; throws invalid_argument when the payload written is
+  /// not the size the header announced (a bug, never a user error).
+  void finish();
+
+ private:
+  byte_sink& out_;
+  xxh64_stream hash_;
+  std::uint64_t payload_bytes_;
+  std::uint64_t written_ = 0;
+};
+
+/// Reads one version-2 file: the header (checked against the source's size
+/// before anything is allocated), the payload words, the checksum.
+class container_reader {
+ public:
+  /// Reads and checks the header of a file that should hold `expected`; throws
+  /// format_error naming the source and the problem (bad magic, another
+  /// version, another kind, a header or payload that does not fit the file,
+  /// trailing bytes).
+  container_reader(byte_source& in, filter_kind expected);
+
+  filter_kind kind() const noexcept { return static_cast<filter_kind>(kind_); }
+  std::uint32_t revision() const noexcept { return revision_; }
+  std::uint64_t payload_bytes() const noexcept { return payload_bytes_; }
+  /// The kind's fields (H - 32 bytes, padding included).
+  const std::vector<std::uint8_t>& fields() const noexcept { return fields_; }
+  const byte_source& source() const noexcept { return in_; }
+
+  /// Reads the next `n` payload words; the caller reads exactly P / 4 in all.
+  std::vector<std::uint32_t> read_words(std::uint64_t n);
+  /// Reads the checksum and verifies it; throws format_error on a mismatch.
+  void finish();
+
+ private:
+  byte_source& in_;
+  xxh64_stream hash_;
+  std::uint32_t kind_ = 0;
+  std::uint32_t revision_ = 0;
+  std::uint64_t payload_bytes_ = 0;
+  std::uint64_t read_ = 0;
+  std::vector<std::uint8_t> fields_;
+};
+
+/// The kind of a gbf file from its first `size` bytes (version 1: bloom; 20
+/// bytes suffice); format_error from `in` for a file that is not gbf's.
+filter_kind peek_kind(const std::uint8_t* first_bytes, std::size_t size, const byte_source& in);
+
+/// The format_error sentence for a file of kind `found` read as `expected`,
+/// e.g. "holds a counting Bloom filter, not a plain Bloom filter (gbf info describes any gbf file)".
+std::string wrong_kind_message(filter_kind found, filter_kind expected);
+
+}  // namespace gbf::detail
