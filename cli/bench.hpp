@@ -3,8 +3,13 @@
 // Runs add and contains over a grid of batch sizes and filter sizes on every
 // backend (CPU 1 thread, CPU all threads, GPU with device-resident keys, GPU
 // with keys in host memory) and reports keys/s, the speedup over CPU 1 thread,
-// the measured FPR against the model's, a verification result per row, and per
-// (op, filter size) the batch size from which the GPU wins. See docs/cpu-vs-gpu.md.
+// the measured FPR against the model's, a verification result per row, per
+// backend a fit t(n) = a + n / R, and per (op, filter size) the batch size from
+// which the GPU wins. See docs/cpu-vs-gpu.md.
+//
+// The parts: cli/bench.cpp runs the rows, cli/bench_analysis.* derives
+// speedups, fits and crossovers, cli/bench_report.* prints the table and writes
+// the JSON and the plot; cli/bench_rows.hpp holds the types they share.
 #pragma once
 
 #include <string>
@@ -23,8 +28,6 @@ struct bench_options {
   bool full = false;                    ///< The full sweep: batches 1e3..1e9, filters up to 4 GiB.
   std::string json;                     ///< Write the results as JSON here ("" = no).
   std::string plot;                     ///< Write a PNG plot here (gnuplot; "" = no).
-  bool save_cost_model = true;          ///< Fit and save the automatic backend's cost model (needs a GPU).
-  std::string cost_model;               ///< Where to save it ("" = gbf::cost_model::default_path()).
 };
 
 /// Runs the benchmark, printing the table to stdout and progress to stderr.

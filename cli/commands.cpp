@@ -61,16 +61,8 @@ layout size_layout(const sizing_options& sizing, std::uint64_t capacity) {
   }
 }
 
-/// "cpu", "gpu", or for an automatic filter with a CPU mirror where its batches
-/// ran, e.g. "gpu (3 batches on the CPU mirror)".
-std::string ran_on(const filter& f) {
-  const dispatch_stats d = f.dispatch();
-  std::string text = to_string(f.where());
-  if (d.mirrored && d.cpu_batches > 0)
-    text += " (" + with_commas(d.cpu_batches) + (d.cpu_batches == 1 ? " batch" : " batches") +
-            " on the CPU mirror)";
-  return text;
-}
+/// "cpu" or "gpu": where the filter's batches ran.
+std::string ran_on(const filter& f) { return to_string(f.where()); }
 
 std::string estimated_keys_text(const filter_stats& s) {
   return std::isinf(s.estimated_keys)

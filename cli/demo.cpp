@@ -14,12 +14,10 @@
 #include <thread>
 #include <vector>
 
+#include "cli/device_memory.hpp"
 #include "cli/stopwatch.hpp"
 #include "cli/synthetic_keys.hpp"
 #include "gbf/filter.hpp"
-#if defined(GBF_HAS_CUDA)
-#include "host/gpu/runtime.hpp"
-#endif
 
 namespace gbf::cli {
 namespace {
@@ -62,19 +60,15 @@ run_result run_from_host(const char* name, const options& opts, const workload& 
   return r;
 }
 
-#if defined(GBF_HAS_CUDA)
+#if defined(GBF_CLI_HAS_CUDA)
 // Times add and contains with keys and answers already in device memory.
 run_result run_device_resident(const workload& w) {
   options opts;
   opts.where = backend::gpu;
   filter f(w.shape, opts, w.capacity);
-  detail::device_buffer<std::uint64_t> inserted(w.inserted.size());
-  detail::device_buffer<std::uint64_t> absent(w.absent.size());
-  detail::device_buffer<bool> found(w.absent.size());
-  GBF_CUDA_TRY(cudaMemcpy(inserted.data(), w.inserted.data(), inserted.size_bytes(),
-                          cudaMemcpyHostToDevice));
-  GBF_CUDA_TRY(cudaMemcpy(absent.data(), w.absent.data(), absent.size_bytes(),
-                          cudaMemcpyHostToDevice));
+  const device_array<std::uint64_t> inserted(w.inserted.data(), w.inserted.size());
+  const device_array<std::uint64_t> absent(w.absent.data(), w.absent.size());
+  device_array<bool> found(w.absent.size());
   run_result r;
   r.name = "gpu, keys in device memory";
   r.add_keys_per_s = w.inserted.size() / seconds_of([&] { f.add(inserted.data(), w.inserted.size()); });
@@ -136,7 +130,7 @@ int run_demo(const demo_options& opts) {
   }
   verify_report verification;
   bool verified = false;
-#if defined(GBF_HAS_CUDA)
+#if defined(GBF_CLI_HAS_CUDA)
   if (use_gpu) {
     runs.push_back(run_device_resident(w));
     options on_gpu;

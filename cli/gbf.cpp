@@ -130,9 +130,8 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   bench_cmd->add_option("--ops", bench.ops, "Operations: add,contains (default both)")
       ->delimiter(',')->check(CLI::IsMember({"add", "contains"}));
-  bench_cmd->add_option("--backends", bench.backends,
-                        "cpu1,cpu,gpu-device,gpu-host,auto (default: every available one; auto only with a GPU)")
-      ->delimiter(',')->check(CLI::IsMember({"cpu1", "cpu", "gpu-device", "gpu-host", "auto"}));
+  bench_cmd->add_option("--backends", bench.backends, "cpu1,cpu,gpu-device,gpu-host (default: every available one)")
+      ->delimiter(',')->check(CLI::IsMember({"cpu1", "cpu", "gpu-device", "gpu-host"}));
   bench_cmd->add_option("--repeat", bench.repeat, "Timed runs per row after a warm-up; the median is reported")
       ->check(CLI::Range(1u, 1000u));
   bench_cmd->add_option("--fpp", bench.fpp, "FPR the filter is filled to before contains rows, in (0, 1)")
@@ -141,10 +140,6 @@ int main(int argc, char** argv) {
   bench_cmd->add_flag("--full", bench.full, "Full sweep: batches 1e3..1e9, filters 1..4096 MiB");
   bench_cmd->add_option("--json", bench.json, "Write the results as JSON to this file");
   bench_cmd->add_option("--plot", bench.plot, "Write a PNG plot (keys/s vs batch size) with gnuplot");
-  bench_cmd->add_option("--cost-model", bench.cost_model,
-                        "Save the fitted cost model of the automatic backend here (default: $GBF_COST_MODEL, "
-                        "else $XDG_CACHE_HOME/gbf/cost-model, else ~/.cache/gbf/cost-model)");
-  bench_cmd->add_flag("!--no-cost-model", bench.save_cost_model, "Do not save the fitted cost model");
   bench_cmd->final_callback([&] { command = [&] { return run_bench(bench); }; });
 
   create_args create;

@@ -24,7 +24,6 @@
 #include "cli/join.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -36,6 +35,9 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/stopwatch.hpp"
+#include "cli/text.hpp"
+#include "gbf/detail/splitmix64.hpp"
 #include "gbf/error.hpp"
 
 namespace gbf::cli {
@@ -46,19 +48,10 @@ constexpr std::int32_t last_order_date = 10440;   // 1998-08-02
 constexpr std::int32_t order_date_span = last_order_date - first_order_date + 1;
 constexpr double orders_per_sf = 1.5e6;
 
-struct splitmix64 {
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  /// Uniform in [0, n) (multiply-shift; the bias is below 2^-32 for these n).
-  std::uint32_t below(std::uint32_t n) {
-    return static_cast<std::uint32_t>(((next() >> 32) * n) >> 32);
-  }
-};
+/// Uniform in [0, n) from the generator (multiply-shift; the bias is below 2^-32 for these n).
+std::uint32_t below(detail::splitmix64_stream& rng, std::uint32_t n) {
+  return static_cast<std::uint32_t>(((rng.next() >> 32) * n) >> 32);
+}
 
 struct tables {
   std::vector<std::uint64_t> o_orderkey;
@@ -75,15 +68,15 @@ tables generate(double sf, std::uint64_t seed) {
   t.o_orderdate.resize(num_orders);
   t.l_orderkey.reserve(num_orders * 4 + 1024);
   t.l_quantity.reserve(num_orders * 4 + 1024);
-  splitmix64 rng{seed};
+  detail::splitmix64_stream rng{seed};
   for (std::size_t i = 0; i < num_orders; ++i) {
     const std::uint64_t key = (i / 8) * 32 + i % 8 + 1;
     t.o_orderkey[i] = key;
-    t.o_orderdate[i] = first_order_date + static_cast<std::int32_t>(rng.below(order_date_span));
-    const std::uint32_t lines = 1 + rng.below(7);
+    t.o_orderdate[i] = first_order_date + static_cast<std::int32_t>(below(rng, order_date_span));
+    const std::uint32_t lines = 1 + below(rng, 7);
     for (std::uint32_t line = 0; line < lines; ++line) {
       t.l_orderkey.push_back(key);
-      t.l_quantity.push_back(1 + static_cast<std::int32_t>(rng.below(50)));
+      t.l_quantity.push_back(1 + static_cast<std::int32_t>(below(rng, 50)));
     }
   }
   return t;
@@ -184,11 +177,6 @@ join_result hash_join(const std::vector<std::uint64_t>& build_keys,
   return total;
 }
 
-using clock_type = std::chrono::steady_clock;
-double ms_since(clock_type::time_point start) {
-  return std::chrono::duration<double, std::milli>(clock_type::now() - start).count();
-}
-
 void export_csv(const std::string& dir, const tables& t) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -207,16 +195,6 @@ void export_csv(const std::string& dir, const tables& t) {
   write("lineitem.csv", "l_orderkey,l_quantity", t.l_orderkey, t.l_quantity);
 }
 
-/// `s` as a JSON string body (quotes and backslashes escaped, control bytes dropped).
-std::string json_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) out += c;
-  }
-  return out;
-}
-
 }  // namespace
 
 int run_join(const join_args& args) {
@@ -227,16 +205,16 @@ int run_join(const join_args& args) {
   const unsigned threads =
       args.threads != 0 ? args.threads : std::max(1u, std::thread::hardware_concurrency());
 
-  auto start = clock_type::now();
+  stopwatch clock;
   const tables t = generate(args.sf, args.seed);
-  const double generate_ms = ms_since(start);
+  const double generate_ms = 1e3 * clock.lap();
   if (!args.export_csv.empty()) export_csv(args.export_csv, t);
 
   // The predicate: o_orderdate < cutoff, about `selectivity` of the date range.
   const std::int32_t cutoff =
       first_order_date +
       static_cast<std::int32_t>(std::llround(args.selectivity * order_date_span));
-  start = clock_type::now();
+  clock.restart();
   std::vector<std::uint64_t> build_keys;
   std::vector<std::int32_t> build_dates;
   for (std::size_t i = 0; i < t.o_orderkey.size(); ++i) {
@@ -245,32 +223,31 @@ int run_join(const join_args& args) {
       build_dates.push_back(t.o_orderdate[i]);
     }
   }
-  const double scan_ms = ms_since(start);
+  const double scan_ms = 1e3 * clock.lap();
 
   // Build the filter on the qualifying keys.
   options opts;
   opts.where = args.where;
   opts.cpu_threads = threads;
-  start = clock_type::now();
+  clock.restart();
   filter f = filter::create(std::max<std::size_t>(build_keys.size(), 1), args.fpp, opts);
   f.add(build_keys.data(), build_keys.size());
-  const double build_ms = ms_since(start);
+  const double build_ms = 1e3 * clock.lap();
 
   // Prefilter lineitem.
   const std::size_t num_lines = t.l_orderkey.size();
   std::unique_ptr<std::uint64_t[]> rows(new std::uint64_t[num_lines]);
-  start = clock_type::now();
+  clock.restart();
   const std::uint64_t survivors = f.select(t.l_orderkey.data(), num_lines, rows.get());
-  const double prefilter_ms = ms_since(start);
+  const double prefilter_ms = 1e3 * clock.lap();
 
   // Exact join of the survivors, then the baseline without the filter.
-  start = clock_type::now();
+  clock.restart();
   const join_result joined = hash_join(build_keys, build_dates, t, rows.get(),
                                        static_cast<std::size_t>(survivors), threads);
-  const double join_ms = ms_since(start);
-  start = clock_type::now();
+  const double join_ms = 1e3 * clock.lap();
   const join_result baseline = hash_join(build_keys, build_dates, t, nullptr, num_lines, threads);
-  const double baseline_ms = ms_since(start);
+  const double baseline_ms = 1e3 * clock.lap();
 
   if (joined.count != baseline.count || joined.sum_quantity != baseline.sum_quantity) {
     std::fprintf(stderr,
@@ -303,7 +280,7 @@ int run_join(const join_args& args) {
         "\"lineitem_rows\": %zu, \"survivors\": %llu, \"true_matches\": %llu, "
         "\"false_positives\": %llu, \"measured_fpr\": %.6g, \"target_fpp\": %g, "
         "\"result_count\": %llu, \"result_sum_quantity\": %lld, \"backend\": \"%s\", "
-        "\"backend_description\": \"%s\", \"placement\": \"%s\", \"threads\": %u, "
+        "\"backend_description\": %s, \"placement\": \"%s\", \"threads\": %u, "
         "\"filter_bytes\": %llu, \"times_ms\": {\"generate\": %.3f, \"scan\": %.3f, "
         "\"build\": %.3f, \"prefilter\": %.3f, \"join\": %.3f, \"prefiltered_total\": %.3f, "
         "\"baseline_join\": %.3f}, \"speedup\": %.4f}\n",
@@ -312,7 +289,7 @@ int run_join(const join_args& args) {
         static_cast<unsigned long long>(survivors), static_cast<unsigned long long>(joined.count),
         static_cast<unsigned long long>(false_positives), measured_fpr, args.fpp,
         static_cast<unsigned long long>(joined.count), static_cast<long long>(joined.sum_quantity),
-        to_string(f.where()), json_escape(f.description()).c_str(), placement, threads,
+        to_string(f.where()), json_string(f.description()).c_str(), placement, threads,
         static_cast<unsigned long long>(f.layout().size_bytes()), generate_ms, scan_ms,
         build_ms, prefilter_ms, join_ms, prefiltered_ms, baseline_ms, speedup);
     return 0;

@@ -4,6 +4,8 @@
 #include <thread>
 #include <vector>
 
+#include "gbf/detail/splitmix64.hpp"
+
 namespace gbf::cli {
 
 void make_distinct_keys(std::uint64_t* out, std::uint64_t first, std::size_t n, unsigned threads) {
@@ -13,7 +15,7 @@ void make_distinct_keys(std::uint64_t* out, std::uint64_t first, std::size_t n, 
   for (unsigned t = 0; t < threads && t * per < n; ++t) {
     pool.emplace_back([=] {
       const std::size_t end = std::min(n, (t + 1) * per);
-      for (std::size_t i = t * per; i < end; ++i) out[i] = splitmix64(first + i);
+      for (std::size_t i = t * per; i < end; ++i) out[i] = detail::splitmix64(first + i);
     });
   }
   for (std::thread& worker : pool) worker.join();

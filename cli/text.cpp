@@ -22,6 +22,14 @@ std::string human(double x) {
   return text;
 }
 
+std::string mib_text(double mib) {
+  if (mib >= 0 && mib < 0x1p53 && mib == static_cast<double>(static_cast<std::uint64_t>(mib)))
+    return with_commas(static_cast<std::uint64_t>(mib)) + " MiB";
+  char text[32];
+  std::snprintf(text, sizeof text, "%g MiB", mib);
+  return text;
+}
+
 std::string json_string(const std::string& s) {
   std::string out = "\"";
   for (const char c : s) {

@@ -29,8 +29,6 @@ stage=${1:?usage: scripts/gpu_evidence.sh STAGE OUT_DIR COMMIT} out=${2:?output 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 export LD_LIBRARY_PATH="$PWD/.devlib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-# A fitted cost model from the sweep must not leak into later stages' defaults.
-export GBF_COST_MODEL="$out/cost-model"
 query=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)
 device=${query%,*}
 driver=${query##*, }
@@ -62,8 +60,8 @@ case $stage in
     run memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$tests" --gtest_filter="$filter"
     run racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$tests" --gtest_filter="$filter" ;;
   sweep)
-    run sweep "$gbf" bench --full --repeat 3 --backends cpu,gpu-device,gpu-host,auto \
-      --json "$out/sweep.json" --plot "$out/sweep.png" --cost-model "$out/cost-model" ;;
+    run sweep "$gbf" bench --full --repeat 3 --backends cpu,gpu-device,gpu-host \
+      --json "$out/sweep.json" --plot "$out/sweep.png" ;;
   strings)
     run strings build/device/bench/gbf_bench_strings --benchmark_format=json \
       "--benchmark_out=$out/strings.json" ;;

@@ -1,26 +1,33 @@
 #!/usr/bin/env bash
 # `gbf bench` tests: a tiny run (CPU rows everywhere, GPU rows where there is a
-# GPU), its JSON and plot, and usage errors.
+# GPU), its table, JSON and plot, the GPU backends refused without a GPU, and
+# usage errors.
 # Usage: test_bench.sh path/to/gbf
 set -u
-# Never touch the cost model of the user running the tests (a GPU run saves one).
-export GBF_COST_MODEL
 
 GBF=$1
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK"
-GBF_COST_MODEL="$WORK/default-cost-model"
 failures=0
 
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-"$GBF" bench --batches 1000,100000 --filter-mib 1 --repeat 1 --json J.json --plot P.png >out 2>err
+# A home of its own: the bench writes its outputs and nothing else (no cache).
+mkdir home
+HOME="$WORK/home" XDG_CACHE_HOME= "$GBF" bench --batches 1000,100000 --filter-mib 1 --repeat 1 \
+  --json J.json --plot P.png >out 2>err
 rc=$?
 [[ $rc == 0 ]] || fail "bench exit $rc (want 0) -- stderr: $(cat err)"
+[[ -z "$(ls -A home)" ]] || fail "bench wrote under \$HOME: $(find home)"
 grep -q "FPR meas/pred" out || fail "table lacks the FPR column: $(cat out)"
+for backend in cpu1 cpu; do
+  grep -Eq "^  model $backend +t\(n\) = [0-9.]+ [um]?s \+ n / [0-9.]+ ?[kMG]? keys/s$" out ||
+    fail "table lacks the t(n) fit of $backend: $(cat out)"
+done
 grep -q "crossover" out || fail "table lacks the crossover line: $(cat out)"
 grep -q "^verification: ok" out || fail "verification line: $(cat out)"
+! grep -Eq "^  [0-9e,]+ +auto |cost model" out || fail "the table still has auto rows or a cost model: $(cat out)"
 python3 -m json.tool J.json >/dev/null || fail "J.json does not parse"
 python3 - J.json <<'PY' || fail "J.json content"
 import json, sys
@@ -37,8 +44,20 @@ for backend in ("cpu1", "cpu"):
             assert r["keys_per_s"] > 0 and r["verification"] == "ok", r
             if op == "contains":
                 assert 0 <= r["measured_fpr"] < 0.05 and 0 < r["predicted_fpr"] <= 0.01, r
-if not d["machine"]["gpu"]["available"]:
-    assert all(x["text"].startswith("no GPU") for x in d["crossover"]), d["crossover"]
+assert all(r["backend"] in ("cpu1", "cpu", "gpu-device", "gpu-host") for r in rows), rows
+crossovers = d["crossover"]
+if d["machine"]["gpu"]["available"]:
+    # One per (op, filter) and GPU backend, measured and fitted.
+    assert sorted((x["op"], x["gpu_backend"]) for x in crossovers) == [
+        ("add", "gpu-device"), ("add", "gpu-host"), ("contains", "gpu-device"), ("contains", "gpu-host")], crossovers
+    for x in crossovers:
+        assert x["batch"] in (None, 1000, 100000), x
+        assert x["text"].startswith("GPU "), x
+else:
+    # One per (op, filter), saying why there is none.
+    assert sorted(x["op"] for x in crossovers) == ["add", "contains"], crossovers
+    assert all(x["text"].startswith("no GPU") and x["gpu_backend"] is None and x["batch"] is None
+               for x in crossovers), crossovers
 PY
 [[ -s P.gp ]] || fail "no gnuplot script P.gp"
 if command -v gnuplot >/dev/null 2>&1; then
@@ -47,42 +66,21 @@ else
   grep -q "gnuplot not found" err || fail "no note that gnuplot is missing: $(cat err)"
 fi
 
-# The auto row, and the automatic backend's cost model: fitted and saved where
-# there is a GPU, refused with the reason where there is none; never with
-# --no-cost-model.
-GBF_COST_MODEL="$WORK/cache/cost-model" "$GBF" bench --batches 1000,100000 --filter-mib 1 --repeat 1 \
-  --backends cpu,gpu-host,auto --json A.json >out 2>err
+# GPU rows: measured with a GPU; asked for without one, the run refuses (exit 1).
+"$GBF" bench --batches 1000,100000 --filter-mib 1 --repeat 1 --backends cpu,gpu-host >out 2>err
 rc=$?
 if python3 -c 'import json,sys; sys.exit(0 if json.load(open("J.json"))["machine"]["gpu"]["available"] else 1)'; then
-  [[ $rc == 0 ]] || fail "bench with auto: exit $rc -- stderr: $(cat err)"
-  grep -q "^cost model: saved to $WORK/cache/cost-model" out || fail "no cost model saved: $(cat out)"
-  head -1 "$WORK/cache/cost-model" | grep -q "^gbf-cost-model 1$" || fail "cost model file: $(cat "$WORK/cache/cost-model")"
-  grep -q "auto ran" out || fail "auto rows do not say where they ran: $(cat out)"
+  [[ $rc == 0 ]] || fail "bench --backends cpu,gpu-host: exit $rc -- stderr: $(cat err)"
+  grep -q "^  crossover gpu-host " out || fail "no gpu-host crossover line: $(cat out)"
 else
-  # gpu-host needs a GPU: the run refuses it; auto alone runs on the CPU.
   [[ $rc == 1 ]] || fail "bench --backends gpu-host without a GPU: exit $rc (want 1)"
-  GBF_COST_MODEL="$WORK/cache/cost-model" "$GBF" bench --batches 1000,100000 --filter-mib 1 --repeat 1 \
-    --backends cpu,auto --json A.json >out 2>err
-  rc=$?
-  [[ $rc == 0 ]] || fail "bench --backends cpu,auto: exit $rc -- stderr: $(cat err)"
-  grep -q "^cost model: not saved: no GPU" out || fail "no 'not saved: no GPU' line: $(cat out)"
-  [[ ! -e "$WORK/cache/cost-model" ]] || fail "a cost model was written without a GPU"
-  python3 - A.json <<'PY' || fail "A.json auto rows"
-import json, sys
-rows = json.load(open(sys.argv[1]))["rows"]
-auto = [r for r in rows if r["backend"] == "auto"]
-assert len(auto) == 4 and all(r["verification"] == "ok" for r in auto), auto
-assert all("one backend" in r["routing"] for r in auto), auto
-PY
+  grep -q "requested but there is no GPU" err || fail "no reason for refusing gpu-host: $(cat err)"
 fi
-GBF_COST_MODEL="$WORK/cache/other" "$GBF" bench --batches 1000,10000 --filter-mib 1 --repeat 1 --backends cpu1 \
-  --no-cost-model >out 2>err || fail "bench --no-cost-model failed: $(cat err)"
-! grep -q "^cost model" out || fail "--no-cost-model still reports a cost model: $(cat out)"
-[[ ! -e "$WORK/cache/other" ]] || fail "--no-cost-model wrote a cost model"
 
-# Usage errors exit 2.
+# Usage errors exit 2, the options of the removed auto rows and cost model included.
 for args in "--batches 0" "--batches abc" "--batches 1.5" "--filter-mib -1" "--ops insert" \
-            "--backends tpu" "--repeat 0" "--fpp 2" "--no-such-option"; do
+            "--backends tpu" "--repeat 0" "--fpp 2" "--no-such-option" "--backends auto" \
+            "--backends cpu,auto" "--cost-model $WORK/cost-model" "--no-cost-model"; do
   # shellcheck disable=SC2086
   "$GBF" bench $args --filter-mib 1 >out 2>err
   rc=$?

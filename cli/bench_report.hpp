@@ -1,0 +1,54 @@
+// The report of a `gbf bench` run: the table on stdout, the JSON file and the
+// gnuplot plot (docs/cpu-vs-gpu.md describes all three).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cli/bench_analysis.hpp"
+#include "cli/bench_rows.hpp"
+#include "gbf/backend.hpp"
+
+namespace gbf::cli::bench {
+
+/// The machine the rows ran on.
+struct machine {
+  std::string cpu_model;  ///< From /proc/cpuinfo ("unknown" when it does not say).
+  unsigned hardware_threads = 0;
+  bool avx2 = false;
+  gpu_status gpu;
+};
+
+/// This machine, with `gpu` from query_gpu().
+machine this_machine(const gpu_status& gpu);
+
+/// A run's results, as the report reads them.
+struct results {
+  std::vector<row> rows;
+  std::vector<crossover> crossovers;
+  std::vector<std::string> skipped;  ///< Sizes or rows left out, and why.
+};
+
+/// The lines before the table: what runs where, and what was skipped so far.
+void print_header(const sweep& run, const machine& m, const std::vector<std::string>& skipped);
+
+/// Per (filter, op): the rows by batch, the fits and the crossovers.
+void print_table(const sweep& run, const results& r);
+
+/// The whole run as one JSON document (machine, filters, rows, crossovers, skipped).
+std::string json_report(const sweep& run, const machine& m, const results& r);
+
+/// A gnuplot script drawing keys/s against batch size into `png`: one panel per
+/// (filter, op), one line per engine, the measured crossovers as red lines.
+std::string gnuplot_script(const std::string& png, const sweep& run, const machine& m,
+                           const results& r);
+
+/// Writes `text` to `path` through a temporary file and a rename, so that a
+/// reader never sees half a report; io_error naming the path.
+void write_report_file(const std::string& path, const std::string& text);
+
+/// Writes `script` beside `png` (its .gp) and runs gnuplot on it; false, with a
+/// note on stderr, when gnuplot is missing or fails.
+bool write_plot(const std::string& png, const std::string& script);
+
+}  // namespace gbf::cli::bench
