@@ -140,7 +140,7 @@ std::uint64_t host_available_bytes() {
 
 /// Free device memory in bytes (0 in a build without CUDA).
 std::uint64_t free_device_bytes() {
-#if defined(GBF_CLI_HAS_CUDA)
+#if defined(GBF_HAS_CUDA)
   return device_free_bytes();
 #else
   return 0;
@@ -269,7 +269,7 @@ class runner {
     // gpu-device rows: the keys and the answers in device memory.
     const std::uint64_t* op_keys = keys;
     bool* op_found = found;
-#if defined(GBF_CLI_HAS_CUDA)
+#if defined(GBF_HAS_CUDA)
     device_array<std::uint64_t> device_keys;
     device_array<bool> device_found;
     if (e == engine::gpu_device) {
@@ -303,7 +303,7 @@ class runner {
       check(r, d == ref.value, "bits differ from " + ref.by);
     } else {
       r.time = time_op([&] { f.contains(op_keys, n, op_found); }, run_.repeat);
-#if defined(GBF_CLI_HAS_CUDA)
+#if defined(GBF_HAS_CUDA)
       if (e == engine::gpu_device) device_found.copy_to_host(found);
 #endif
       for (std::size_t i = 0; i < n; ++i) r.positives += found[i];

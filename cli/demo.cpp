@@ -60,7 +60,7 @@ run_result run_from_host(const char* name, const options& opts, const workload& 
   return r;
 }
 
-#if defined(GBF_CLI_HAS_CUDA)
+#if defined(GBF_HAS_CUDA)
 // Times add and contains with keys and answers already in device memory.
 run_result run_device_resident(const workload& w) {
   options opts;
@@ -130,7 +130,7 @@ int run_demo(const demo_options& opts) {
   }
   verify_report verification;
   bool verified = false;
-#if defined(GBF_CLI_HAS_CUDA)
+#if defined(GBF_HAS_CUDA)
   if (use_gpu) {
     runs.push_back(run_device_resident(w));
     options on_gpu;

@@ -2,10 +2,10 @@
 // `gbf demo`). gbf's API takes device pointers but leaves allocating them to
 // the caller, as CUB and cuCollections do, so the CLI calls the CUDA runtime
 // itself; every call is checked with GBF_CUDA_TRY (gbf::cuda_error naming the
-// call). Compiled only in builds with CUDA (GBF_CLI_HAS_CUDA, cli/CMakeLists.txt).
+// call). Compiled only in builds with CUDA (GBF_HAS_CUDA, cli/CMakeLists.txt).
 #pragma once
 
-#if defined(GBF_CLI_HAS_CUDA)
+#if defined(GBF_HAS_CUDA)
 
 #include <cuda_runtime_api.h>
 
@@ -66,4 +66,4 @@ inline std::uint64_t device_free_bytes() {
 
 }  // namespace gbf::cli
 
-#endif  // GBF_CLI_HAS_CUDA
+#endif  // GBF_HAS_CUDA
