@@ -4,17 +4,18 @@
 // about 1 in 8 references a build key. The host builds a gbf filter on the GPU
 // over the build keys (gbf::filter, device-resident keys), builds a small
 // open-addressing hash table on the GPU, then runs ONE kernel that, per probe
-// row, asks the filter first (gbf::device_ref<8>: one 32-byte sector read) and
-// walks the hash table only when the filter says "maybe". It prints how many
-// rows the filter let through, the matches, and the false positives, and checks
-// the matches against a CPU join. On a machine without a GPU it prints
-// "no GPU: <reason>" and exits 0.
+// row, asks the filter first (a probe-only gbf::device_ref<8, const std::uint32_t>:
+// one 32-byte sector read) and walks the hash table only when the filter says
+// "maybe". It prints how many rows the filter let through, the matches, and the
+// false positives, and checks the matches against a CPU join. On a machine
+// without a GPU it prints "no GPU: <reason>" and exits 0.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <random>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "gbf/device_ref.cuh"
@@ -56,7 +57,8 @@ struct probe_counts {
 };
 
 // The user's join probe: filter first, hash table only on "maybe".
-__global__ void probe_join(gbf::device_ref<8> filter, const std::uint64_t* probe, std::size_t n,
+__global__ void probe_join(gbf::device_ref<8, const std::uint32_t> filter,
+                           const std::uint64_t* probe, std::size_t n,
                            const unsigned long long* table, std::uint64_t mask,
                            probe_counts* counts) {
   unsigned long long passed = 0, matches = 0;
@@ -118,7 +120,8 @@ int main() {
     opts.where = gbf::backend::gpu;
     gbf::filter f = gbf::filter::create(build_n, 0.01, opts);  // default layout: W = 8
     f.add(d_build, build_n);  // device keys: built on the GPU
-    gbf::device_ref<8> ref(const_cast<std::uint32_t*>(f.device_words()), f.layout());
+    // A const filter hands out a probe-only view (W checked against the layout).
+    const gbf::device_ref<8, const std::uint32_t> ref(std::as_const(f));
 
     build_table<<<256, 256>>>(d_build, build_n, d_table, table_slots - 1);
     CHECK(cudaGetLastError());

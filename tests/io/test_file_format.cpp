@@ -1,5 +1,6 @@
 // The gbf native file format and Parquet SBBF import/export (gbf/io.hpp):
-// byte-exact headers, Parquet known answers, round trips on every backend,
+// byte-exact headers, Parquet known answers, round trips (on the GPU:
+// tests/gpu/test_gpu_io.cpp),
 // rejection of every kind of corruption, and atomic saves.
 #include <gtest/gtest.h>
 
@@ -21,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "tests/io/io_support.hpp"
 #include "tests/support.hpp"
 #include "gbf/error.hpp"
 #include "gbf/filter.hpp"
@@ -30,10 +32,15 @@
 
 namespace {
 
+using gbf::test::bytes;
+using gbf::test::filled_filter;
+using gbf::test::layout_of;
 using gbf::test::random_keys;
+using gbf::test::read_all;
+using gbf::test::temp_dir;
+using gbf::test::write_all;
 
 namespace fs = std::filesystem;
-using bytes = std::vector<std::uint8_t>;
 
 // Offsets of the native v1 header (docs/file-format.md).
 constexpr std::size_t header_size = 80;
@@ -42,12 +49,7 @@ constexpr std::size_t off_version = 8, off_header_length = 12, off_words_per_blo
                       off_num_blocks = 40, off_capacity = 48, off_fpp = 56, off_keys = 64,
                       off_payload_bytes = 72;
 
-gbf::options cpu_options() {
-  gbf::options opts;
-  opts.where = gbf::backend::cpu;
-  opts.cpu_threads = 2;
-  return opts;
-}
+gbf::options cpu_options() { return gbf::test::on_cpu(2); }
 
 std::uint64_t get_le(const bytes& b, std::size_t at, int width) {
   std::uint64_t v = 0;
@@ -68,19 +70,6 @@ bytes le_bytes(const std::vector<std::uint32_t>& words) {
   bytes out(words.size() * 4);
   for (std::size_t i = 0; i < words.size(); ++i) put_le(out, 4 * i, words[i], 4);
   return out;
-}
-
-// A filter of layout `l` (capacity 1000) holding 300 random keys.
-gbf::filter filled_filter(const gbf::layout& l, const gbf::options& opts = cpu_options()) {
-  gbf::filter f(l, opts, 1000);
-  const auto keys = random_keys(300, l.words_per_block * 131 + l.bits_per_key);
-  f.add(keys.data(), keys.size());
-  return f;
-}
-
-gbf::layout make_layout(std::uint32_t w, std::uint32_t k, std::uint64_t seed,
-                        std::uint64_t num_blocks) {
-  return gbf::layout{w, k, seed, num_blocks, gbf::hash_id::xxh64};
 }
 
 // The message of the format_error that deserialize throws, or a note saying why there is none.
@@ -109,42 +98,8 @@ std::string parquet_error(const bytes& data, bool with_header) {
 #define EXPECT_HAS(haystack, needle) \
   EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << "message: " << (haystack)
 
-// A fresh directory under the system temp dir, removed with everything in it.
-class temp_dir {
- public:
-  temp_dir() {
-    std::string pattern = (fs::temp_directory_path() / "gbf_io_XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  // Names in the directory, to check that no temporary file was left behind.
-  std::vector<std::string> entries() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(path_)) names.push_back(e.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-
- private:
-  fs::path path_;
-};
-
-bytes read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-void write_all(const std::string& path, const bytes& data) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
-}
-
 // The Parquet SBBF of string keys, built straight from the layout functions
-// (gbf::filter takes integer keys only).
+// (independently of the filter's own string path).
 std::vector<std::uint32_t> sbbf_of_strings(const std::vector<std::string>& keys,
                                            std::uint64_t num_blocks) {
   std::vector<std::uint32_t> words(num_blocks * 8, 0);
@@ -163,7 +118,7 @@ std::vector<std::uint32_t> sbbf_of_strings(const std::vector<std::string>& keys,
 // ---------------------------------------------------------------------------
 
 TEST(FileFormat, HeaderIsLittleEndianFieldByField) {
-  const gbf::layout l = make_layout(4, 5, 0x0102030405060708ULL, 3);
+  const gbf::layout l = layout_of(4, 5, 3, 0x0102030405060708ULL);
   gbf::filter f(l, cpu_options(), 1234);
   const auto keys = random_keys(7, 1);
   f.add(keys.data(), keys.size());
@@ -197,7 +152,7 @@ TEST(FileFormat, RoundTripEveryShapeOnCpu) {
       for (std::uint64_t blocks : {std::uint64_t{1}, std::uint64_t{37}}) {
         SCOPED_TRACE("W=" + std::to_string(w) + " k=" + std::to_string(k) +
                      " blocks=" + std::to_string(blocks));
-        const gbf::layout l = make_layout(w, k, w == 8 ? 0 : 99, blocks);
+        const gbf::layout l = layout_of(w, k, blocks, w == 8 ? 0 : 99);
         const gbf::filter f = filled_filter(l);
         const bytes file = gbf::serialize(f, 0.02);
         gbf::file_metadata meta;
@@ -217,7 +172,7 @@ TEST(FileFormat, RoundTripEveryShapeOnCpu) {
 }
 
 TEST(FileFormat, UnknownFppIsStoredAsZeroAndBadFppIsRefused) {
-  const gbf::filter f = filled_filter(make_layout(8, 8, 0, 2));
+  const gbf::filter f = filled_filter(layout_of(8, 8, 2));
   const bytes file = gbf::serialize(f);
   EXPECT_EQ(get_le(file, off_fpp, 8), 0u);
   EXPECT_THROW(gbf::serialize(f, 1.0), gbf::invalid_argument);
@@ -228,7 +183,7 @@ TEST(FileFormat, UnknownFppIsStoredAsZeroAndBadFppIsRefused) {
 TEST(FileFormat, SaveAndLoadFileRoundTripOnCpu) {
   temp_dir dir;
   const std::string path = dir.file("f.gbf");
-  const gbf::filter f = filled_filter(make_layout(8, 8, 0, 64));
+  const gbf::filter f = filled_filter(layout_of(8, 8, 64));
   gbf::save(f, path, 0.01);
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"f.gbf"});  // no temporary left behind
   EXPECT_EQ(read_all(path), gbf::serialize(f, 0.01));
@@ -248,36 +203,13 @@ TEST(FileFormat, SaveAndLoadFileRoundTripOnCpu) {
   EXPECT_EQ(header.keys_inserted, 300u);
 }
 
-TEST(FileFormat, SaveAndLoadFileRoundTripOnGpu) {
-  const gbf::gpu_status gpu = gbf::query_gpu();
-  if (!gpu.available) GTEST_SKIP() << "no GPU: " << gpu.description;
-  gbf::options gpu_opts;
-  gpu_opts.where = gbf::backend::gpu;
-  temp_dir dir;
-  const std::string path = dir.file("gpu.gbf");
-  const gbf::filter f = filled_filter(make_layout(8, 8, 0, 1024), gpu_opts);
-  ASSERT_EQ(f.where(), gbf::backend::gpu);
-  gbf::save(f, path, 0.01);
-  gbf::file_metadata meta;
-  const gbf::filter g = gbf::load(path, gpu_opts, &meta);
-  EXPECT_EQ(g.where(), gbf::backend::gpu);
-  EXPECT_EQ(g.words(), f.words());
-  EXPECT_EQ(g.layout(), f.layout());
-  EXPECT_EQ(g.capacity(), f.capacity());
-  EXPECT_EQ(meta.keys_inserted, 300u);
-  // The same keys on the CPU give the same file.
-  EXPECT_EQ(gbf::serialize(filled_filter(make_layout(8, 8, 0, 1024)), 0.01), read_all(path));
-  // And a GPU filter exports the same Parquet bytes as its CPU copy.
-  EXPECT_EQ(gbf::to_parquet_sbbf(g), gbf::to_parquet_sbbf(g.copy_to(gbf::backend::cpu)));
-}
-
 TEST(FileFormat, LargeFileStreamsAcrossChunkBoundaries) {
   // 70001 blocks of 32 bytes: ~2.1 MiB, not a multiple of the 256 KiB payload
   // chunk or the 1 MiB read buffer, so the streaming checksum and the reader
   // see every kind of boundary.
   temp_dir dir;
   const std::string path = dir.file("big.gbf");
-  gbf::filter f(make_layout(8, 8, 0, 70001), cpu_options());
+  gbf::filter f(layout_of(8, 8, 70001), cpu_options());
   const auto keys = random_keys(100000, 5);
   f.add(keys.data(), keys.size());
   gbf::save(f, path);
@@ -291,7 +223,7 @@ TEST(FileFormat, LargeFileStreamsAcrossChunkBoundaries) {
 TEST(FileFormat, ReadMetadataReadsTheHeaderButNotThePayload) {
   temp_dir dir;
   const std::string path = dir.file("m.gbf");
-  bytes file = gbf::serialize(filled_filter(make_layout(8, 8, 0, 4)), 0.05);
+  bytes file = gbf::serialize(filled_filter(layout_of(8, 8, 4)), 0.05);
   file[header_size + 3] ^= 0x10;  // payload damage: only a full load notices
   write_all(path, file);
   EXPECT_EQ(gbf::read_metadata(path).l.num_blocks, 4u);
@@ -337,7 +269,7 @@ TEST(FileFormat, LoadErrorsNameThePathAndTheOsError) {
 
 // A small valid file: W = 8, 2 blocks, so the payload is 64 bytes at [80, 144)
 // and the checksum is at [144, 152).
-bytes small_file() { return gbf::serialize(filled_filter(make_layout(8, 8, 0, 2)), 0.01); }
+bytes small_file() { return gbf::serialize(filled_filter(layout_of(8, 8, 2)), 0.01); }
 
 TEST(FileFormatCorruption, FlippedByteInEveryRegionIsRejectedWithItsProblem) {
   const bytes good = small_file();
@@ -408,18 +340,24 @@ TEST(FileFormatCorruption, TruncatedFileOnDiskIsRejected) {
 }
 
 TEST(FileFormatCorruption, WrongVersionIsRejectedEvenWithValidChecksum) {
-  for (std::uint32_t version : {0u, 2u, 0xFFFFFFFFu}) {
+  for (std::uint32_t version : {0u, 3u, 0xFFFFFFFFu}) {
     bytes bad = small_file();
     put_le(bad, off_version, version, 4);
     reseal(bad);
     EXPECT_HAS(load_error(bad), "unsupported gbf format version " + std::to_string(version) +
-                                    " (this library reads version 1)");
+                                    " (this library reads versions 1 and 2)");
   }
   // A future version with a longer header is "unsupported", not "truncated".
   bytes future = small_file();
-  put_le(future, off_version, 2, 4);
+  put_le(future, off_version, 3, 4);
   future.resize(20);
-  EXPECT_HAS(load_error(future), "unsupported gbf format version 2");
+  EXPECT_HAS(load_error(future), "unsupported gbf format version 3");
+  // Version 2 is the container of the other filter kinds: its kind field
+  // (offset 16, here the old words_per_block 8) is read and, unknown, named.
+  bytes container = small_file();
+  put_le(container, off_version, 2, 4);
+  reseal(container);
+  EXPECT_HAS(load_error(container), "unknown filter kind 8");
 }
 
 TEST(FileFormatCorruption, ImpossibleLayoutIsRejectedEvenWithValidChecksum) {
@@ -471,7 +409,7 @@ TEST(FileFormatCorruption, TrailingBytesAreRejected) {
 TEST(FileFormatCorruption, OtherFilesAreNotGbfFiles) {
   const std::string text = "hello, world: definitely not a filter";
   EXPECT_HAS(load_error(bytes(text.begin(), text.end())), "not a gbf filter file");
-  const bytes parquet = gbf::to_parquet_sbbf(filled_filter(make_layout(8, 8, 0, 4)));
+  const bytes parquet = gbf::to_parquet_sbbf(filled_filter(layout_of(8, 8, 4)));
   EXPECT_HAS(load_error(parquet), "not a gbf filter file");
   EXPECT_HAS(load_error(bytes{}), "truncated file: the header has 0 of 80 bytes");
   EXPECT_THROW(gbf::deserialize(nullptr, 5), gbf::invalid_argument);
@@ -499,7 +437,7 @@ TEST(FileSave, MissingDirectoryThrowsAndCreatesNothing) {
   temp_dir dir;
   const std::string path = dir.file("no/such/dir/f.gbf");
   try {
-    gbf::save(filled_filter(make_layout(8, 8, 0, 1)), path);
+    gbf::save(filled_filter(layout_of(8, 8, 1)), path);
     ADD_FAILURE() << "saved into a missing directory";
   } catch (const gbf::io_error& e) {
     EXPECT_HAS(e.what(), path);
@@ -514,7 +452,7 @@ TEST(FileSave, DirectoryThatIsAFileThrowsAndLeavesTheFileAlone) {
   const std::string blocker = dir.file("plain_file");
   write_all(blocker, bytes{1, 2, 3});
   try {
-    gbf::save(filled_filter(make_layout(8, 8, 0, 1)), blocker + "/f.gbf");
+    gbf::save(filled_filter(layout_of(8, 8, 1)), blocker + "/f.gbf");
     ADD_FAILURE() << "saved below a regular file";
   } catch (const gbf::io_error& e) {
     EXPECT_EQ(e.os_error(), ENOTDIR);
@@ -531,7 +469,7 @@ TEST(FileSave, FailedRenameLeavesTheTargetUntouchedAndNoTemporary) {
   const std::string target = dir.file("target.gbf");
   fs::create_directory(target);
   write_all(target + "/keep", bytes{42});
-  EXPECT_THROW(gbf::save(filled_filter(make_layout(8, 8, 0, 8)), target), gbf::io_error);
+  EXPECT_THROW(gbf::save(filled_filter(layout_of(8, 8, 8)), target), gbf::io_error);
   EXPECT_TRUE(fs::is_directory(target));
   EXPECT_EQ(read_all(target + "/keep"), bytes{42});
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"target.gbf"});
@@ -542,11 +480,11 @@ TEST(FileSave, FailedWriteLeavesTheOldFileUntouchedAndNoTemporary) {
   // (root included), the way a full disk would.
   temp_dir dir;
   const std::string target = dir.file("old.gbf");
-  const gbf::filter old_filter = filled_filter(make_layout(8, 8, 0, 2));
+  const gbf::filter old_filter = filled_filter(layout_of(8, 8, 2));
   gbf::save(old_filter, target);
   const bytes old_bytes = read_all(target);
 
-  const gbf::filter big = filled_filter(make_layout(8, 8, 0, 4096));  // 128 KiB
+  const gbf::filter big = filled_filter(layout_of(8, 8, 4096));  // 128 KiB
   rlimit saved;
   ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
   rlimit limited = saved;
@@ -574,7 +512,7 @@ TEST(FileSave, OverwritesAnExistingFileWhole) {
   temp_dir dir;
   const std::string path = dir.file("f.gbf");
   write_all(path, bytes(5000, 0xEE));
-  const gbf::filter f = filled_filter(make_layout(4, 4, 3, 5));
+  const gbf::filter f = filled_filter(layout_of(4, 4, 5, 3));
   gbf::save(f, path);
   EXPECT_EQ(read_all(path), gbf::serialize(f));
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"f.gbf"});
@@ -582,7 +520,7 @@ TEST(FileSave, OverwritesAnExistingFileWhole) {
 
 TEST(FileSave, BadFppIsRefusedBeforeTouchingTheDisk) {
   temp_dir dir;
-  EXPECT_THROW(gbf::save(filled_filter(make_layout(8, 8, 0, 1)), dir.file("f.gbf"), 1.5),
+  EXPECT_THROW(gbf::save(filled_filter(layout_of(8, 8, 1)), dir.file("f.gbf"), 1.5),
                gbf::invalid_argument);
   EXPECT_TRUE(dir.entries().empty());
 }
@@ -595,15 +533,14 @@ TEST(FileSave, BadFppIsRefusedBeforeTouchingTheDisk) {
 // compact protocol, as arrow-rs's test_bloom_filter_header_size_assumption has it.
 const bytes header_32 = {21, 64, 28, 28, 0, 0, 28, 28, 0, 0, 28, 28, 0, 0, 0};
 
-// The 32-byte SBBF parquet-mr wrote for "a0".."a9" (also pinned in test_layout.cpp).
-const bytes a0_to_a9 = {200, 1,  80, 20,  64, 68, 8,   109, 6,  37, 4,  67, 144, 80, 96, 32,
-                        8,   132, 43, 33, 0,  5,  99,  65,  2,  0,  224, 44, 64,  78, 96, 4};
+// The 32-byte SBBF parquet-mr wrote for "a0".."a9".
+const bytes a0_to_a9 = gbf::test::parquet_a0_to_a9();
 
 gbf::filter a0_to_a9_filter() {
   std::vector<std::string> keys;
   for (int i = 0; i < 10; ++i) keys.push_back("a" + std::to_string(i));
   const std::vector<std::uint32_t> words = sbbf_of_strings(keys, 1);
-  return gbf::filter::from_words(make_layout(8, 8, 0, 1), words.data(), cpu_options());
+  return gbf::filter::from_words(layout_of(8, 8, 1), words.data(), cpu_options());
 }
 
 TEST(ParquetIo, ThirtyTwoByteFilterExportsArrowsHeaderAndImportsBack) {
@@ -642,12 +579,12 @@ bytes xxhash_bin() {
 TEST(ParquetIo, ParquetTestingXxhashFileKnownAnswer) {
   const std::vector<std::uint32_t> words =
       sbbf_of_strings({"hello", "parquet", "bloom", "filter"}, 1024 / 32);
-  const gbf::filter f = gbf::filter::from_words(make_layout(8, 8, 0, 32), words.data(), cpu_options());
+  const gbf::filter f = gbf::filter::from_words(layout_of(8, 8, 32), words.data(), cpu_options());
   EXPECT_EQ(gbf::to_parquet_sbbf(f, true), xxhash_bin());
 
   const bytes upstream = xxhash_bin();
   const gbf::filter g = gbf::from_parquet_sbbf(upstream.data(), upstream.size(), true, cpu_options());
-  EXPECT_EQ(g.layout(), make_layout(8, 8, 0, 32));
+  EXPECT_EQ(g.layout(), layout_of(8, 8, 32));
   EXPECT_EQ(g.words(), words);
 }
 
@@ -656,10 +593,10 @@ TEST(ParquetIo, ExportRefusesNonParquetLayoutsNamingEachCondition) {
     gbf::layout l;
     const char* expected;
   } cases[] = {
-      {make_layout(16, 16, 0, 1), "words_per_block is 16, Parquet needs 8"},
-      {make_layout(8, 9, 0, 1), "bits_per_key is 9, Parquet needs 8"},
-      {make_layout(8, 8, 5, 1), "seed is 5, Parquet needs 0"},
-      {make_layout(8, 8, 0, 3), "size 96 bytes is not a power of two"},
+      {layout_of(16, 16, 1), "words_per_block is 16, Parquet needs 8"},
+      {layout_of(8, 9, 1), "bits_per_key is 9, Parquet needs 8"},
+      {layout_of(8, 8, 1, 5), "seed is 5, Parquet needs 0"},
+      {layout_of(8, 8, 3), "size 96 bytes is not a power of two"},
   };
   for (const auto& c : cases) {
     const gbf::filter f(c.l, cpu_options());
@@ -675,13 +612,13 @@ TEST(ParquetIo, ExportRefusesNonParquetLayoutsNamingEachCondition) {
     EXPECT_TRUE(dir.entries().empty());
   }
   // Several failures are all named; sizes are checked without allocating.
-  EXPECT_EQ(gbf::parquet_problem(make_layout(4, 4, 1, 1)),
+  EXPECT_EQ(gbf::parquet_problem(layout_of(4, 4, 1, 1)),
             "words_per_block is 4, Parquet needs 8; bits_per_key is 4, Parquet needs 8; "
             "seed is 1, Parquet needs 0; size 16 bytes is below Parquet's 32-byte minimum");
-  EXPECT_HAS(gbf::parquet_problem(make_layout(8, 8, 0, std::uint64_t{1} << 23)),
+  EXPECT_HAS(gbf::parquet_problem(layout_of(8, 8, std::uint64_t{1} << 23)),
              "size 268435456 bytes exceeds Parquet's 128 MiB maximum");
-  EXPECT_EQ(gbf::parquet_problem(make_layout(8, 8, 0, std::uint64_t{1} << 22)), "");
-  EXPECT_EQ(gbf::parquet_problem(make_layout(8, 8, 0, 1)), "");
+  EXPECT_EQ(gbf::parquet_problem(layout_of(8, 8, std::uint64_t{1} << 22)), "");
+  EXPECT_EQ(gbf::parquet_problem(layout_of(8, 8, 1)), "");
 }
 
 TEST(ParquetIo, CompatibleLayoutIsThePowerOfTwoAtOrAboveSizeFor) {
@@ -807,7 +744,7 @@ TEST(ParquetIo, RawBitsetMustBeAPositiveMultipleOf32Bytes) {
 TEST(ParquetIo, FileRoundTripWithAndWithoutHeader) {
   temp_dir dir;
   // 1 MiB + header crosses the reader's 1 MiB buffer.
-  const gbf::filter f = filled_filter(make_layout(8, 8, 0, std::uint64_t{1} << 15));
+  const gbf::filter f = filled_filter(layout_of(8, 8, std::uint64_t{1} << 15));
   for (bool with_header : {true, false}) {
     const std::string path = dir.file(with_header ? "h.sbbf" : "raw.sbbf");
     gbf::save_parquet_sbbf(f, path, with_header);

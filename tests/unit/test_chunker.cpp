@@ -71,7 +71,9 @@ TEST(Chunker, StagedStringChunksReassembleTheBatchAndRespectTheirLimits) {
       ASSERT_GE(chunk.count, 1u);
       ASSERT_LE(chunk.count, max_keys);
       // Over the byte limit only as a single string that is longer on its own.
-      if (chunk.bytes > max_bytes) ASSERT_EQ(chunk.count, 1u) << "seed " << seed;
+      if (chunk.bytes > max_bytes) {
+        ASSERT_EQ(chunk.count, 1u) << "seed " << seed;
+      }
       staged_data.assign(chunk.bytes, 0);
       const key_batch staged =
           stage_chunk(keys, chunk, staged_offsets.data(), staged_data.data(), staged_validity.data());

@@ -17,57 +17,35 @@
 #include "gbf/layout.hpp"
 #include "gbf/sizing.hpp"
 #include "host/backend.hpp"
+#include "host/bloom_backend.hpp"
 
 namespace gbf::detail {
 namespace {
 
+using gbf::test::all_geometries;
+using gbf::test::name_of;
+using gbf::test::on_cpu;
 using gbf::test::random_keys;
+using gbf::test::with_blocks;
 
 // Big enough that 4 threads each get a full share (the backend gives a thread
 // at least 64 Ki keys).
 constexpr std::size_t threaded_batch = std::size_t{4} << 16;
 
-/// Every supported (W, k) the tests cover: k in {W, W+1, 2W, 32}, within [W, 32].
-std::vector<layout> all_shapes() {
-  std::vector<layout> shapes;
-  for (std::uint32_t w : {1u, 2u, 4u, 8u, 16u}) {
-    std::vector<std::uint32_t> ks = {w, w + 1, 2 * w, 32};
-    std::sort(ks.begin(), ks.end());
-    ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
-    for (std::uint32_t k : ks) {
-      if (k > 32) continue;
-      layout l;
-      l.words_per_block = w;
-      l.bits_per_key = k;
-      l.seed = 0x5eed0000u + w * 64 + k;  // a nonzero seed per shape exercises seeding
-      shapes.push_back(l);
-    }
-  }
-  return shapes;
-}
-
-layout with_blocks(layout l, std::uint64_t num_blocks) {
-  l.num_blocks = num_blocks;
-  return l;
-}
-
-std::string name_of(const layout& l) {
-  return "W=" + std::to_string(l.words_per_block) + " k=" + std::to_string(l.bits_per_key) +
-         " blocks=" + std::to_string(l.num_blocks);
-}
+// How the tests call the backend: synchronously, no stream.
+const call_options sync_call{"test", nullptr, false};
 
 template <class Key>
 key_batch batch_of(const std::vector<Key>& keys) {
-  return key_batch{keys.data(), keys.size(), sizeof(Key) == 4 ? key_kind::u32 : key_kind::u64,
-                   memory_space::host};
+  return key_batch{keys.data(), keys.size(), key_kind_of<Key>(), memory_space::host};
 }
 
-std::unique_ptr<backend_impl> make(const layout& l, cpu_simd simd, unsigned threads) {
-  return make_cpu_backend(l, simd, threads, nullptr);
+std::unique_ptr<bloom_backend> make(const layout& l, cpu_simd simd, unsigned threads) {
+  return make_cpu_bloom(l, on_cpu(threads, simd), nullptr);
 }
 
-std::vector<std::uint32_t> words_of(const backend_impl& b) {
-  std::vector<std::uint32_t> words(b.layout().num_words());
+std::vector<std::uint32_t> words_of(const bloom_backend& b, const layout& l) {
+  std::vector<std::uint32_t> words(l.num_words());
   b.read_words(words.data());
   return words;
 }
@@ -76,17 +54,27 @@ std::vector<std::uint32_t> words_of(const backend_impl& b) {
 using answers = std::unique_ptr<bool[]>;
 
 template <class Key>
-answers contains_of(const backend_impl& b, const std::vector<Key>& keys) {
-  answers found(new bool[keys.size()]);
-  b.contains(batch_of(keys), found.get());
+answers contains_of(const bloom_backend& b, const std::vector<Key>& keys) {
+  answers found = gbf::test::bools(keys.size());
+  b.contains(batch_of(keys), found.get(), sync_call);
   return found;
 }
 
 template <class Key>
-answers add_new_of(backend_impl& b, const std::vector<Key>& keys) {
-  answers is_new(new bool[keys.size()]);
-  b.add_new(batch_of(keys), is_new.get());
+answers add_new_of(bloom_backend& b, const std::vector<Key>& keys) {
+  answers is_new = gbf::test::bools(keys.size());
+  b.add(batch_of(keys), is_new.get(), sync_call);
   return is_new;
+}
+
+template <class Key>
+void add_to(bloom_backend& b, const std::vector<Key>& keys) {
+  b.add(batch_of(keys), nullptr, sync_call);
+}
+
+template <class Key>
+std::uint64_t count_of(const bloom_backend& b, const std::vector<Key>& keys) {
+  return b.count(batch_of(keys), nullptr, sync_call);
 }
 
 /// The reference layout, written straight from layout.hpp's definitions: one
@@ -151,13 +139,13 @@ void check_against_reference(const layout& l, cpu_simd simd) {
 
   auto filter = make(l, simd, 1);
   reference_filter reference(l);
-  filter->add(batch_of(keys));
+  add_to(*filter, keys);
   for (Key key : keys) reference.add(key);
-  ASSERT_EQ(words_of(*filter), reference.words);
+  ASSERT_EQ(words_of(*filter, l), reference.words);
 
   const answers found = contains_of(*filter, keys);
   for (std::size_t i = 0; i < n; ++i) ASSERT_TRUE(found[i]) << "false negative for key " << i;
-  EXPECT_EQ(filter->count(batch_of(keys)), n);
+  EXPECT_EQ(count_of(*filter, keys), n);
 
   const answers maybe = contains_of(*filter, queries);
   std::uint64_t positives = 0;
@@ -165,11 +153,11 @@ void check_against_reference(const layout& l, cpu_simd simd) {
     ASSERT_EQ(maybe[i], reference.contains(queries[i])) << "query " << i;
     positives += maybe[i] ? 1 : 0;
   }
-  EXPECT_EQ(filter->count(batch_of(queries)), positives);
+  EXPECT_EQ(count_of(*filter, queries), positives);
 }
 
 TEST(CpuBackend, WordsAndAnswersMatchReferenceForAllLayouts) {
-  for (const layout& shape : all_shapes()) {
+  for (const layout& shape : all_geometries()) {
     for (std::uint64_t blocks : {1ull, 2ull, 3ull, 1000ull, (1ull << 20) + 7}) {
       const layout l = with_blocks(shape, blocks);
       check_against_reference<std::uint32_t>(l, cpu_simd::automatic);
@@ -194,20 +182,20 @@ void check_avx2_matches_scalar(const layout& l) {
   const answers scalar_new = add_new_of(*scalar, keys);
   const answers avx2_new = add_new_of(*avx2, keys);
   for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(scalar_new[i], avx2_new[i]) << "key " << i;
-  scalar->add(batch_of(queries));  // plain add as well as add_new
-  avx2->add(batch_of(queries));
-  ASSERT_EQ(words_of(*scalar), words_of(*avx2));
+  add_to(*scalar, queries);  // plain add as well as add_new
+  add_to(*avx2, queries);
+  ASSERT_EQ(words_of(*scalar, l), words_of(*avx2, l));
 
   const auto probes = random_keys<Key>(n, 12 + l.num_blocks);
   const answers scalar_found = contains_of(*scalar, probes);
   const answers avx2_found = contains_of(*avx2, probes);
   for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(scalar_found[i], avx2_found[i]) << "probe " << i;
-  EXPECT_EQ(scalar->count(batch_of(probes)), avx2->count(batch_of(probes)));
+  EXPECT_EQ(count_of(*scalar, probes), count_of(*avx2, probes));
 }
 
 TEST(CpuBackend, Avx2MatchesScalarBitForBit) {
   if (!cpu_has_avx2()) GTEST_SKIP() << "this CPU has no AVX2; only the scalar kernel can run";
-  for (const layout& shape : all_shapes()) {
+  for (const layout& shape : all_geometries()) {
     for (std::uint64_t blocks : {1ull, 3ull, 1000ull, (1ull << 20) + 7}) {
       check_avx2_matches_scalar<std::uint32_t>(with_blocks(shape, blocks));
       check_avx2_matches_scalar<std::uint64_t>(with_blocks(shape, blocks));
@@ -217,22 +205,22 @@ TEST(CpuBackend, Avx2MatchesScalarBitForBit) {
 
 TEST(CpuBackend, FourThreadsGiveTheSameBitsAsOne) {
   const cpu_simd simd = cpu_has_avx2() ? cpu_simd::avx2 : cpu_simd::scalar;
-  for (const layout& shape : all_shapes()) {
+  for (const layout& shape : all_geometries()) {
     if (shape.bits_per_key != shape.words_per_block && shape.bits_per_key != 32) continue;
     const layout l = with_blocks(shape, 50000);
     SCOPED_TRACE(name_of(l));
     const auto keys = random_keys<std::uint64_t>(threaded_batch, 20);
     auto one = make(l, simd, 1);
     auto four = make(l, simd, 4);
-    one->add(batch_of(keys));
-    four->add(batch_of(keys));
-    ASSERT_EQ(words_of(*one), words_of(*four));
+    add_to(*one, keys);
+    add_to(*four, keys);
+    ASSERT_EQ(words_of(*one, l), words_of(*four, l));
 
     const auto queries = random_keys<std::uint64_t>(threaded_batch, 21);
     const answers one_found = contains_of(*one, queries);
     const answers four_found = contains_of(*four, queries);
     for (std::size_t i = 0; i < queries.size(); ++i) ASSERT_EQ(one_found[i], four_found[i]);
-    EXPECT_EQ(one->count(batch_of(queries)), four->count(batch_of(queries)));
+    EXPECT_EQ(count_of(*one, queries), count_of(*four, queries));
     EXPECT_EQ(one->popcount(), four->popcount());
   }
 }
@@ -246,7 +234,7 @@ void check_add_new_is_sequential(const layout& l, unsigned threads, std::size_t 
 
   auto filter = make(l, cpu_simd::automatic, threads);
   reference_filter reference(l);
-  filter->add(batch_of(earlier));
+  add_to(*filter, earlier);
   for (Key key : earlier) reference.add(key);
 
   const answers is_new = add_new_of(*filter, batch);
@@ -256,11 +244,11 @@ void check_add_new_is_sequential(const layout& l, unsigned threads, std::size_t 
       ADD_FAILURE() << "is_new[" << i << "] = " << is_new[i];
   }
   EXPECT_EQ(mismatches, 0u);
-  EXPECT_EQ(words_of(*filter), reference.words);
+  EXPECT_EQ(words_of(*filter, l), reference.words);
 }
 
 TEST(CpuBackend, AddNewAnswersLikeTheSequentialLoop) {
-  for (const layout& shape : all_shapes()) {
+  for (const layout& shape : all_geometries()) {
     if (shape.bits_per_key != shape.words_per_block) continue;
     // Few blocks make repeats and collisions common; 3 blocks under 4 threads
     // leaves a thread without blocks.
@@ -270,7 +258,7 @@ TEST(CpuBackend, AddNewAnswersLikeTheSequentialLoop) {
       check_add_new_is_sequential<std::uint32_t>(l, 4, threaded_batch);
     }
   }
-  const layout l = with_blocks(all_shapes().back(), 1000);  // W = 16, k = 32
+  const layout l = with_blocks(all_geometries().back(), 1000);  // W = 16, k = 32
   check_add_new_is_sequential<std::uint64_t>(l, 4, threaded_batch);
 }
 
@@ -280,10 +268,10 @@ TEST(CpuBackend, CombineIsWordwiseOrAndAnd) {
   const auto b_keys = random_keys<std::uint64_t>(3000, 41);
   auto a = make(l, cpu_simd::automatic, 1);
   auto b = make(l, cpu_simd::automatic, 1);
-  a->add(batch_of(a_keys));
-  b->add(batch_of(b_keys));
-  const auto a_words = words_of(*a);
-  const auto b_words = words_of(*b);
+  add_to(*a, a_keys);
+  add_to(*b, b_keys);
+  const auto a_words = words_of(*a, l);
+  const auto b_words = words_of(*b, l);
 
   auto merged = make(l, cpu_simd::automatic, 1);
   merged->write_words(a_words.data());
@@ -292,14 +280,14 @@ TEST(CpuBackend, CombineIsWordwiseOrAndAnd) {
   intersected->write_words(a_words.data());
   intersected->combine_host(b_words.data(), set_op::intersect_and);
 
-  const auto or_words = words_of(*merged);
-  const auto and_words = words_of(*intersected);
+  const auto or_words = words_of(*merged, l);
+  const auto and_words = words_of(*intersected, l);
   for (std::size_t i = 0; i < a_words.size(); ++i) {
     ASSERT_EQ(or_words[i], a_words[i] | b_words[i]) << "word " << i;
     ASSERT_EQ(and_words[i], a_words[i] & b_words[i]) << "word " << i;
   }
-  EXPECT_EQ(merged->count(batch_of(a_keys)), a_keys.size());
-  EXPECT_EQ(merged->count(batch_of(b_keys)), b_keys.size());
+  EXPECT_EQ(count_of(*merged, a_keys), a_keys.size());
+  EXPECT_EQ(count_of(*merged, b_keys), b_keys.size());
 }
 
 TEST(CpuBackend, PopcountClearAndWordRoundTrip) {
@@ -316,21 +304,21 @@ TEST(CpuBackend, PopcountClearAndWordRoundTrip) {
     expected_bits += static_cast<std::uint64_t>(__builtin_popcount(word));
   }
   filter->write_words(words.data());
-  EXPECT_EQ(words_of(*filter), words);
+  EXPECT_EQ(words_of(*filter, l), words);
   EXPECT_EQ(filter->popcount(), expected_bits);
 
   filter->clear();
   EXPECT_EQ(filter->popcount(), 0u);
-  EXPECT_EQ(words_of(*filter), std::vector<std::uint32_t>(l.num_words(), 0));
+  EXPECT_EQ(words_of(*filter, l), std::vector<std::uint32_t>(l.num_words(), 0));
 }
 
 TEST(CpuBackend, EmptyBatchesAreNoOps) {
   auto filter = make(with_blocks(layout{}, 10), cpu_simd::automatic, 4);
   const key_batch empty{nullptr, 0, key_kind::u64, memory_space::host};
-  filter->add(empty);
-  filter->add_new(empty, nullptr);
-  filter->contains(empty, nullptr);
-  EXPECT_EQ(filter->count(empty), 0u);
+  filter->add(empty, nullptr, sync_call);
+  filter->contains(empty, nullptr, sync_call);
+  EXPECT_EQ(filter->count(empty, nullptr, sync_call), 0u);
+  EXPECT_EQ(filter->select(empty, nullptr, nullptr, sync_call), 0u);
   EXPECT_EQ(filter->popcount(), 0u);
 }
 
@@ -339,11 +327,34 @@ TEST(CpuBackend, RejectsKeysInDeviceMemory) {
   const std::uint64_t key = 1;
   bool result = false;
   const key_batch on_device{&key, 1, key_kind::u64, memory_space::device};
-  EXPECT_THROW(filter->add(on_device), gbf::invalid_argument);
-  EXPECT_THROW(filter->add_new(on_device, &result), gbf::invalid_argument);
-  EXPECT_THROW(filter->contains(on_device, &result), gbf::invalid_argument);
-  EXPECT_THROW(filter->count(on_device), gbf::invalid_argument);
+  std::uint64_t row = 0;
+  EXPECT_THROW(filter->add(on_device, nullptr, sync_call), gbf::invalid_argument);
+  EXPECT_THROW(filter->add(on_device, &result, sync_call), gbf::invalid_argument);
+  EXPECT_THROW(filter->contains(on_device, &result, sync_call), gbf::invalid_argument);
+  EXPECT_THROW(filter->count(on_device, nullptr, sync_call), gbf::invalid_argument);
+  EXPECT_THROW(filter->select(on_device, &row, nullptr, sync_call), gbf::invalid_argument);
   EXPECT_EQ(filter->popcount(), 0u);
+}
+
+TEST(CpuBackend, AsyncCallsThrowWrongBackendNamingTheCallAndChangeNothing) {
+  const layout l = with_blocks(layout{}, 10);
+  auto filter = make(l, cpu_simd::automatic, 1);
+  const std::vector<std::uint64_t> keys = random_keys(5, 3);
+  const key_batch batch = batch_of(keys);
+  bool results[5] = {};
+  std::uint64_t rows[5] = {};
+  std::uint64_t count = 0;
+  const auto async_call = [](const char* what) { return call_options{what, nullptr, true}; };
+  EXPECT_THROW(filter->add(batch, nullptr, async_call("add_async")), gbf::wrong_backend);
+  EXPECT_THROW(filter->contains(batch, results, async_call("contains_async")), gbf::wrong_backend);
+  EXPECT_THROW(filter->count(batch, &count, async_call("count_async")), gbf::wrong_backend);
+  EXPECT_THROW(filter->select(batch, rows, &count, async_call("select_async")), gbf::wrong_backend);
+  const std::string message = gbf::test::message_of(
+      [&] { filter->count(batch, &count, async_call("count_async")); });
+  EXPECT_NE(message.find("count_async needs the GPU backend"), std::string::npos) << message;
+  EXPECT_EQ(filter->popcount(), 0u);
+  EXPECT_EQ(filter->device_words(), nullptr);
+  EXPECT_NO_THROW(filter->synchronize("synchronize"));  // nothing is ever deferred on the CPU
 }
 
 TEST(CpuBackend, RejectsInvalidLayouts) {
@@ -363,17 +374,16 @@ TEST(CpuBackend, Avx2RequestThrowsWithoutAvx2) {
 
 TEST(CpuBackend, DescriptionNamesKernelAndThreads) {
   std::string description;
-  auto filter = make_cpu_backend(layout{}, cpu_simd::scalar, 1, &description);
+  auto filter = make_cpu_bloom(layout{}, on_cpu(1, cpu_simd::scalar), &description);
   EXPECT_EQ(description, "cpu (scalar, 1 thread)");
   EXPECT_EQ(filter->kind(), backend::cpu);
-  EXPECT_EQ(filter->layout(), layout{});
 
-  make_cpu_backend(layout{}, cpu_simd::automatic, 3, &description);
+  make_cpu_bloom(layout{}, on_cpu(3), &description);
   EXPECT_EQ(description, cpu_has_avx2() ? "cpu (avx2, 3 threads)" : "cpu (scalar, 3 threads)");
 
   layout narrow;  // AVX2 kernels serve 8- and 16-word blocks only
   narrow.words_per_block = 4;
-  make_cpu_backend(narrow, cpu_simd::automatic, 2, &description);
+  make_cpu_bloom(narrow, on_cpu(2), &description);
   EXPECT_EQ(description, "cpu (scalar, 2 threads)");
 }
 
@@ -390,11 +400,11 @@ TEST(CpuBackend, MeasuredFprMatchesExpected) {
     SCOPED_TRACE(name_of(l));
 
     auto filter = make(l, cpu_simd::automatic, 2);
-    filter->add(batch_of(random_keys<std::uint64_t>(n, 60)));
+    add_to(*filter, random_keys<std::uint64_t>(n, 60));
     // Fresh keys: a different seed; collisions with the added keys are negligible.
     const auto queries = random_keys<std::uint64_t>(num_queries, 61);
     const double measured =
-        static_cast<double>(filter->count(batch_of(queries))) / static_cast<double>(num_queries);
+        static_cast<double>(count_of(*filter, queries)) / static_cast<double>(num_queries);
     const double expected = expected_fpr(l, static_cast<double>(n));
     // 5 binomial sigmas over the queries, plus 10% of the FPR for the spread
     // between filters (the filter itself is one random draw).
@@ -412,21 +422,25 @@ TEST(CpuBackend, HugePageArraysBehaveLikeHeapArraysAroundThe2MiBBoundary) {
   for (const std::uint64_t bytes : {(std::uint64_t{2} << 20) - 32, std::uint64_t{2} << 20,
                                     (std::uint64_t{2} << 20) + 32, (std::uint64_t{4} << 20) + 7 * 32}) {
     const layout l = with_blocks(base, bytes / (base.words_per_block * 4));
-    auto mapped = make_cpu_backend(l, cpu_simd::automatic, 2, nullptr, true);
-    auto heap = make_cpu_backend(l, cpu_simd::automatic, 2, nullptr, false);
+    options huge_pages = on_cpu(2);
+    huge_pages.cpu_huge_pages = true;
+    options heap_pages = on_cpu(2);
+    heap_pages.cpu_huge_pages = false;
+    auto mapped = make_cpu_bloom(l, huge_pages, nullptr);
+    auto heap = make_cpu_bloom(l, heap_pages, nullptr);
     EXPECT_EQ(mapped->popcount(), 0u) << name_of(l);  // zeroed
     const auto keys = random_keys(300000, bytes);
-    mapped->add(batch_of(keys));
-    heap->add(batch_of(keys));
-    ASSERT_EQ(words_of(*mapped), words_of(*heap)) << name_of(l);
+    add_to(*mapped, keys);
+    add_to(*heap, keys);
+    ASSERT_EQ(words_of(*mapped, l), words_of(*heap, l)) << name_of(l);
     const auto found = contains_of(*mapped, keys);
     EXPECT_TRUE(std::all_of(found.get(), found.get() + keys.size(), [](bool b) { return b; }));
     // The last word is writable and readable (the mapping covers the whole array).
-    std::vector<std::uint32_t> words = words_of(*heap);
+    std::vector<std::uint32_t> words = words_of(*heap, l);
     words.back() = 0xffffffffu;
     mapped->write_words(words.data());
     heap->combine_host(words.data(), set_op::union_or);
-    EXPECT_EQ(words_of(*mapped), words_of(*heap)) << name_of(l);
+    EXPECT_EQ(words_of(*mapped, l), words_of(*heap, l)) << name_of(l);
     EXPECT_EQ(mapped->popcount(), heap->popcount());
     mapped->clear();
     EXPECT_EQ(mapped->popcount(), 0u);

@@ -1,5 +1,6 @@
-// The public gbf::filter API: backend choice, semantics, stats and errors.
-// Runs on the CPU backend everywhere; the GPU cases skip without a GPU.
+// The public gbf::filter API on the CPU backend: backend choice, semantics,
+// stats, errors, and the calls a CPU filter refuses or ignores (device words,
+// _async calls, streams). The GPU side is in tests/gpu/test_gpu_filter.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,39 +16,36 @@
 
 namespace {
 
+using gbf::test::bools;
+using gbf::test::message_of;
+using gbf::test::on_cpu;
 using gbf::test::random_keys;
-
-gbf::options on_cpu() {
-  gbf::options opts;
-  opts.where = gbf::backend::cpu;
-  return opts;
-}
-
-std::vector<bool> answers(const gbf::filter& f, const std::vector<std::uint64_t>& keys) {
-  std::unique_ptr<bool[]> found(new bool[keys.size()]);
-  f.contains(keys.data(), keys.size(), found.get());
-  return std::vector<bool>(found.get(), found.get() + keys.size());
-}
-
-std::string what_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const gbf::error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 TEST(FilterBackend, AutoPicksTheGpuWhenPresentAndSaysWhyOtherwise) {
   gbf::filter f = gbf::filter::create(1000, 0.01);
   const gbf::gpu_status gpu = gbf::query_gpu();
   if (gpu.available) {
     EXPECT_EQ(f.where(), gbf::backend::gpu);
+    EXPECT_NE(f.description().find("; auto: GPU present"), std::string::npos) << f.description();
   } else {
     EXPECT_EQ(f.where(), gbf::backend::cpu);
     EXPECT_NE(f.description().find("no GPU"), std::string::npos) << f.description();
     EXPECT_FALSE(gpu.description.empty());
+    // "cpu (avx2, 2 threads); auto: no GPU (<the reason query_gpu gives>)"
+    EXPECT_EQ(f.description().rfind("cpu (", 0), 0u) << f.description();
+    EXPECT_NE(f.description().find("; auto: no GPU (" + gpu.description + ")"), std::string::npos)
+        << f.description();
+    EXPECT_NO_THROW(f.synchronize());  // nothing is ever deferred on the CPU
+    const auto keys = random_keys(1000, 1);
+    f.add(keys.data(), keys.size());
+    EXPECT_EQ(f.count(keys.data(), keys.size()), keys.size());
   }
+}
+
+TEST(FilterBackend, AnExplicitChoiceIsDescribedWithoutAReason) {
+  gbf::filter f(gbf::layout{8, 8, 0, 100}, on_cpu(1, gbf::cpu_simd::scalar));
+  EXPECT_EQ(f.where(), gbf::backend::cpu);
+  EXPECT_EQ(f.description(), "cpu (scalar, 1 thread)");
 }
 
 TEST(FilterBackend, ExplicitGpuWithoutOneThrowsNoGpu) {
@@ -55,7 +53,7 @@ TEST(FilterBackend, ExplicitGpuWithoutOneThrowsNoGpu) {
   gbf::options opts;
   opts.where = gbf::backend::gpu;
   EXPECT_THROW(gbf::filter::create(1000, 0.01, opts), gbf::no_gpu);
-  EXPECT_NE(what_of([&] { gbf::filter::create(1000, 0.01, opts); }).find("no GPU"),
+  EXPECT_NE(message_of([&] { gbf::filter::create(1000, 0.01, opts); }).find("no GPU"),
             std::string::npos);
 }
 
@@ -125,7 +123,7 @@ TEST(Filter, AddNewReportsFirstOccurrencesOfAbsentKeysOnly) {
     batch.push_back(old_keys[i]);
     batch.push_back(fresh[i]);
   }
-  std::unique_ptr<bool[]> is_new(new bool[batch.size()]);
+  auto is_new = bools(batch.size());
   f.add_new(batch.data(), batch.size(), is_new.get());
   std::size_t fresh_reported_new = 0;
   for (std::size_t i = 0; i < 1000; ++i) {
@@ -204,7 +202,7 @@ TEST(Filter, CombiningDifferentLayoutsThrowsLayoutMismatchNamingBoth) {
     gbf::filter b(other, on_cpu());
     EXPECT_THROW(a.merge(b), gbf::layout_mismatch);
     EXPECT_THROW(a.intersect(b), gbf::layout_mismatch);
-    const std::string message = what_of([&] { a.merge(b); });
+    const std::string message = message_of([&] { a.merge(b); });
     EXPECT_NE(message.find(gbf::to_string(a.layout())), std::string::npos) << message;
     EXPECT_NE(message.find(gbf::to_string(other)), std::string::npos) << message;
     if (other.num_blocks != 100) {
@@ -220,8 +218,8 @@ TEST(Filter, BadArgumentsGiveNamedErrorsAndChangeNothing) {
   f.add(&key, 1);
   const auto before = f.words();
   const std::uint64_t* null_keys = nullptr;
-  EXPECT_NE(what_of([&] { f.add(null_keys, 5); }).find("keys is null"), std::string::npos);
-  EXPECT_NE(what_of([&] { f.contains(&key, 1, nullptr); }).find("result array is null"),
+  EXPECT_NE(message_of([&] { f.add(null_keys, 5); }).find("keys is null"), std::string::npos);
+  EXPECT_NE(message_of([&] { f.contains(&key, 1, nullptr); }).find("result array is null"),
             std::string::npos);
   f.add(null_keys, 0);  // an empty batch is fine
   EXPECT_EQ(f.words(), before);
@@ -234,15 +232,103 @@ TEST(Filter, BadArgumentsGiveNamedErrorsAndChangeNothing) {
   EXPECT_THROW(gbf::filter::create(10, std::nan(""), on_cpu()), gbf::invalid_argument);
 }
 
-TEST(Filter, GpuOnlyOperationsOnACpuFilterThrowWrongBackend) {
+TEST(Filter, AsyncCallsOnACpuFilterThrowWrongBackendNamingTheCallAndChangeNothing) {
   gbf::filter f(gbf::layout{8, 8, 0, 100}, on_cpu());
   const std::uint64_t key = 1;
+  f.add(&key, 1);
+  const auto before = f.words();
+  const std::uint32_t key32 = 2;
   bool found = false;
   std::uint64_t count = 0;
+  std::uint64_t row = 0;
+  const std::uint8_t all_valid = 0xff;
   EXPECT_THROW(f.add_async(&key, 1, nullptr), gbf::wrong_backend);
+  EXPECT_THROW(f.add_async(&key32, 1, nullptr), gbf::wrong_backend);
   EXPECT_THROW(f.contains_async(&key, 1, &found, nullptr), gbf::wrong_backend);
   EXPECT_THROW(f.count_async(&key, 1, &count, nullptr), gbf::wrong_backend);
-  EXPECT_THROW(f.device_words(), gbf::wrong_backend);
+  EXPECT_THROW(f.select_async(&key, 1, &row, &count, nullptr), gbf::wrong_backend);
+  EXPECT_THROW(f.select_async(&key, 1, &row, &count, nullptr, &all_valid), gbf::wrong_backend);
+
+  const char bytes[] = "abc";
+  const std::int32_t offsets[] = {0, 1, 3};
+  const gbf::string_keys<std::int32_t> strings{bytes, 3, offsets, 2, nullptr};
+  bool found2[2] = {};
+  EXPECT_THROW(f.add_async(strings, nullptr), gbf::wrong_backend);
+  EXPECT_THROW(f.contains_async(strings, found2, nullptr), gbf::wrong_backend);
+  EXPECT_THROW(f.count_async(strings, &count, nullptr), gbf::wrong_backend);
+
+  for (const auto& [call, name] :
+       std::vector<std::pair<std::function<void()>, std::string>>{
+           {[&] { f.add_async(&key, 1, nullptr); }, "add_async"},
+           {[&] { f.contains_async(&key, 1, &found, nullptr); }, "contains_async"},
+           {[&] { f.count_async(strings, &count, nullptr); }, "count_async"},
+           {[&] { f.select_async(&key, 1, &row, &count, nullptr); }, "select_async"}}) {
+    EXPECT_EQ(message_of(call), name + " needs the GPU backend, but this filter lives on the CPU");
+  }
+  EXPECT_EQ(f.words(), before);
+  EXPECT_EQ(f.stats().keys_added, 1u);  // a refused add counts no key
+}
+
+TEST(Filter, DeviceWordsOfACpuFilterThrowWrongBackend) {
+  gbf::filter f(gbf::layout{8, 8, 0, 100}, on_cpu());
+  const gbf::filter& view = f;
+  EXPECT_THROW(f.device_words(), gbf::wrong_backend);     // the mutable overload
+  EXPECT_THROW(view.device_words(), gbf::wrong_backend);  // the read-only overload
+  EXPECT_EQ(message_of([&] { f.device_words(); }),
+            "device_words needs the GPU backend, but this filter lives on the CPU");
+}
+
+TEST(Filter, SyncCallsOnACpuFilterIgnoreTheStream) {
+  // A stream handle that no CUDA call would accept: a CPU filter must never use it.
+  const auto stream = reinterpret_cast<gbf::stream_t>(std::uintptr_t{0xdead0});
+  const gbf::layout l = gbf::size_for(20'000, 0.01);
+  gbf::filter with(l, on_cpu(2)), without(l, on_cpu(2));
+  const auto keys = random_keys(10'000, 81);
+  const auto keys32 = random_keys<std::uint32_t>(5'000, 82);
+  const auto queries = random_keys(20'000, 83);
+  const std::size_t n = keys.size(), q = queries.size();
+
+  with.add(keys.data(), n / 2, stream);
+  without.add(keys.data(), n / 2);
+  with.add(keys32.data(), keys32.size(), stream);
+  without.add(keys32.data(), keys32.size());
+  auto new_with = bools(n), new_without = bools(n);
+  with.add_new(keys.data(), n, new_with.get(), stream);
+  without.add_new(keys.data(), n, new_without.get());
+  EXPECT_EQ(gbf::test::as_vector(new_with.get(), n), gbf::test::as_vector(new_without.get(), n));
+  EXPECT_EQ(with.words(), without.words());
+
+  auto found_with = bools(q), found_without = bools(q);
+  with.contains(queries.data(), q, found_with.get(), stream);
+  without.contains(queries.data(), q, found_without.get());
+  EXPECT_EQ(gbf::test::first_difference(found_with.get(), found_without.get(), q), q);
+  EXPECT_EQ(with.count(keys.data(), n, stream), n);  // no false negatives
+  EXPECT_EQ(with.count(queries.data(), q, stream), without.count(queries.data(), q));
+  std::vector<std::uint64_t> rows_with(q), rows_without(q);
+  const std::uint8_t* no_validity = nullptr;
+  EXPECT_EQ(with.select(queries.data(), q, rows_with.data(), stream),
+            without.select(queries.data(), q, rows_without.data()));
+  EXPECT_EQ(rows_with, rows_without);
+  EXPECT_EQ(with.select(queries.data(), q, no_validity, rows_with.data(), stream),
+            without.select(queries.data(), q, rows_without.data()));
+  EXPECT_EQ(rows_with, rows_without);
+
+  gbf::test::string_batch<std::int64_t> strings = gbf::test::mixed_batch<std::int64_t>(2'000, 84, false);
+  strings.set_null(5);
+  with.add(strings.keys(), stream);
+  without.add(strings.keys());
+  auto string_new = bools(strings.size());
+  with.add_new(strings.keys(), string_new.get(), stream);
+  without.add_new(strings.keys(), bools(strings.size()).get());
+  for (std::size_t i = 0; i < strings.size(); ++i) EXPECT_FALSE(string_new[i]) << i;
+  auto string_found = bools(strings.size());
+  with.contains(strings.keys(), string_found.get(), stream);
+  for (std::size_t i = 0; i < strings.size(); ++i) EXPECT_EQ(string_found[i], i != 5) << i;
+  EXPECT_EQ(with.count(strings.keys(), stream), strings.size() - 1);
+  std::vector<std::uint64_t> string_rows(strings.size());
+  EXPECT_EQ(with.select(strings.keys(), string_rows.data(), stream), strings.size() - 1);
+  EXPECT_EQ(with.words(), without.words());
+  EXPECT_EQ(with.stats().keys_added, without.stats().keys_added);
 }
 
 TEST(Filter, AnImpossibleAllocationIsAnAllocationError) {
@@ -272,7 +358,7 @@ TEST(Filter, VerifyContainsFindsEveryTamperedAnswer) {
   gbf::filter f = gbf::filter::create(10'000, 0.01, on_cpu());
   const auto keys = random_keys<std::uint64_t>(10'000, 61);
   f.add(keys.data(), 5'000);
-  std::unique_ptr<bool[]> found(new bool[keys.size()]);
+  auto found = bools(keys.size());
   f.contains(keys.data(), keys.size(), found.get());
   gbf::verify_report clean = f.verify_contains(keys.data(), keys.size(), found.get());
   EXPECT_TRUE(clean.ok());
@@ -282,32 +368,6 @@ TEST(Filter, VerifyContainsFindsEveryTamperedAnswer) {
   gbf::verify_report tampered = f.verify_contains(keys.data(), keys.size(), found.get());
   EXPECT_EQ(tampered.mismatches, 2u);
   EXPECT_EQ(tampered.first_mismatch, 7u);
-}
-
-TEST(FilterGpu, GpuAndCpuFiltersHoldTheSameBitsAndAnswers) {
-  const gbf::gpu_status gpu = gbf::query_gpu();
-  if (!gpu.available) GTEST_SKIP() << "no GPU: " << gpu.description;
-  gbf::options on_gpu;
-  on_gpu.where = gbf::backend::gpu;
-  on_gpu.gpu_chunk_keys = 10'000;  // many pipeline chunks
-  for (gbf::shape s : {gbf::shape{8, 8, 0}, gbf::shape{16, 16, 0}, gbf::shape{1, 3, 0}}) {
-    gbf::filter g = gbf::filter::create(100'000, 0.01, on_gpu, s);
-    gbf::filter c = gbf::filter::create(100'000, 0.01, on_cpu(), s);
-    const auto keys = random_keys<std::uint64_t>(100'000, 71);
-    g.add(keys.data(), keys.size());
-    c.add(keys.data(), keys.size());
-    ASSERT_EQ(g.words(), c.words());
-    const auto queries = random_keys<std::uint64_t>(300'000, 72);
-    EXPECT_EQ(answers(g, queries), answers(c, queries));
-    EXPECT_EQ(g.count(queries.data(), queries.size()), c.count(queries.data(), queries.size()));
-    std::unique_ptr<bool[]> found(new bool[queries.size()]);
-    g.contains(queries.data(), queries.size(), found.get());
-    EXPECT_TRUE(g.verify_contains(queries.data(), queries.size(), found.get()).ok());
-    EXPECT_EQ(g.copy_to(gbf::backend::cpu).words(), c.words());
-    EXPECT_EQ(c.copy_to(gbf::backend::gpu).words(), c.words());
-    g.merge(c);  // across backends
-    EXPECT_EQ(g.words(), c.words());
-  }
 }
 
 }  // namespace

@@ -4,7 +4,9 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <vector>
 
+#include "tests/support.hpp"
 #include "gbf/hash.hpp"
 #include "gbf/layout.hpp"
 
@@ -32,9 +34,7 @@ TEST(ParquetSbbf, SaltsAreTheSpecConstants) {
 TEST(ParquetSbbf, OneBlockFixtureForA0ToA9MatchesByteForByte) {
   // The 32-byte filter parquet-mr/Spark wrote for the strings "a0".."a9"
   // (the fixture arrow-rs tests its reader with).
-  const unsigned char expected[32] = {200, 1,  80,  20, 64, 68, 8,  109, 6,  37, 4,
-                                      67,  144, 80, 96, 32, 8,  132, 43, 33, 0,  5,
-                                      99,  65,  2,  0,  224, 44, 64, 78, 96, 4};
+  const std::vector<std::uint8_t>& expected = gbf::test::parquet_a0_to_a9();
   gbf::layout l;  // the default layout is the Parquet SBBF
   l.num_blocks = 1;
   std::uint32_t words[8] = {};
