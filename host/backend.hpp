@@ -16,11 +16,11 @@ enum class set_op { union_or, intersect_and };
 void require_sync(const call_options& call);
 
 /// The backend `opts` asks for: cpu, gpu, or (automatic) the GPU when
-/// query_gpu() finds one, else the CPU; `reason` receives why ("auto: no GPU
-/// (no CUDA driver)", empty for an explicit choice).
+/// query_gpu() finds one, else the CPU; for automatic, `reason` receives why
+/// ("auto: no GPU (no CUDA driver)"); an explicit choice leaves it untouched.
 backend resolve(const options& opts, std::string* reason);
 
-/// "1.5 GiB", "256 KiB", "96 B": a byte count for people.
+/// "1.5 GiB", "256.0 KiB", "96 B": a byte count for people (one decimal above bytes).
 std::string format_bytes(std::uint64_t bytes);
 
 }  // namespace gbf::detail

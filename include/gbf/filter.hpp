@@ -36,7 +36,7 @@
 
 namespace gbf {
 
-/// One line describing `l`, e.g. "8 words/block, 8 bits/key, seed 0, xxh64, 4096 blocks (128 KiB)".
+/// One line describing `l`, e.g. "8 words/block, 8 bits/key, seed 0, xxh64, 4096 blocks (128.0 KiB)".
 std::string to_string(const layout& l);
 
 /// A filter's occupancy and what it implies.
