@@ -39,7 +39,6 @@
 namespace gbf_bench {
 namespace {
 
-using gbf::detail::device_buffer;
 using key_type = std::uint64_t;
 
 using cuco_default = cuco::bloom_filter<key_type>;
@@ -64,7 +63,7 @@ struct policy_block_limit<Policy, std::void_t<decltype(Policy::max_filter_blocks
 template <class Filter>
 void fill(Filter& f, std::uint64_t capacity, cudaStream_t s) {
   const std::size_t chunk = static_cast<std::size_t>(std::min<std::uint64_t>(capacity, 1ULL << 26));
-  device_buffer<key_type> keys(chunk);
+  device_array<key_type> keys(chunk);
   for (std::uint64_t first = 0; first < capacity; first += chunk) {
     const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, capacity - first));
     generate_keys(keys.data(), n, first, 0, s);
@@ -99,7 +98,7 @@ void run_cuco(benchmark::State& state, bool contains, std::uint64_t bytes, bool 
     return;
   }
 
-  gbf::detail::stream s;
+  cuda_stream s;
   Filter f{typename Filter::extent_type{static_cast<std::size_t>(num_blocks)}, {}, Policy{}, {},
            cuda::stream_ref{s.get()}};
   GBF_CUDA_TRY(cudaStreamSynchronize(s.get()));
@@ -110,7 +109,7 @@ void run_cuco(benchmark::State& state, bool contains, std::uint64_t bytes, bool 
     gbf::options opts;
     opts.where = gbf::backend::gpu;
     gbf::filter g(l, opts, capacity);
-    device_buffer<key_type> keys(chunk);
+    device_array<key_type> keys(chunk);
     for (std::uint64_t first = 0; first < capacity; first += chunk) {
       const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, capacity - first));
       generate_keys(keys.data(), n, first, 0, s.get());
@@ -126,8 +125,8 @@ void run_cuco(benchmark::State& state, bool contains, std::uint64_t bytes, bool 
     state.SkipWithError("too little free device memory for a batch of 10^6 keys");
     return;
   }
-  device_buffer<key_type> keys(n);
-  device_buffer<bool> found(contains ? n : 0);
+  device_array<key_type> keys(n);
+  device_array<bool> found(contains ? n : 0);
   if (contains) {
     generate_keys(keys.data(), n, negative_base_u64, 0, s.get());
   } else {

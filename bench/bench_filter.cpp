@@ -6,12 +6,6 @@
 // block, 8 bits per key (the Parquet layout). `contains` probes keys that were
 // never added, so every hit is a false positive; its rate is the `fpr` counter.
 // GPU rows appear only when a GPU is present.
-//
-// router/<op>/<plain|routed>/<n>keys: what the automatic backend's routing
-// costs a small host batch. `plain` is a 1-thread CPU backend; `routed` is the
-// automatic backend's router (host/hybrid_backend.cpp) over a stand-in GPU copy
-// (another CPU backend) with a cost model that sends these batches to its CPU
-// mirror, so the two rows run the same kernel and differ by the routing alone.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -19,28 +13,20 @@
 #include <string>
 #include <vector>
 
+#include "gbf/detail/splitmix64.hpp"
 #include "gbf/filter.hpp"
-#include "host/backend.hpp"
-#include "host/hybrid_backend.hpp"
 #if defined(GBF_HAS_CUDA)
-#include "host/gpu/runtime.hpp"
+#include "bench/cuda_memory.hpp"
 #endif
 
 namespace {
 
 constexpr std::size_t batch_keys = std::size_t{1} << 22;  // 4 Mi keys per iteration
 
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
 // Distinct keys: SplitMix64 is a bijection, so disjoint counter ranges never collide.
 std::vector<std::uint64_t> make_keys(std::uint64_t first, std::size_t n) {
   std::vector<std::uint64_t> keys(n);
-  for (std::size_t i = 0; i < n; ++i) keys[i] = splitmix64(first + i);
+  for (std::size_t i = 0; i < n; ++i) keys[i] = gbf::detail::splitmix64(first + i);
   return keys;
 }
 
@@ -62,8 +48,8 @@ struct batch {
   std::vector<std::uint64_t> host_keys;
   std::unique_ptr<bool[]> host_found;
 #if defined(GBF_HAS_CUDA)
-  std::unique_ptr<gbf::detail::device_buffer<std::uint64_t>> device_keys;
-  std::unique_ptr<gbf::detail::device_buffer<bool>> device_found;
+  gbf_bench::device_array<std::uint64_t> device_keys;
+  gbf_bench::device_array<bool> device_found;
 #endif
   const std::uint64_t* keys = nullptr;
   bool* found = nullptr;
@@ -74,12 +60,12 @@ struct batch {
     found = host_found.get();
 #if defined(GBF_HAS_CUDA)
     if (where == keys_in::device) {
-      device_keys = std::make_unique<gbf::detail::device_buffer<std::uint64_t>>(batch_keys);
-      GBF_CUDA_TRY(cudaMemcpy(device_keys->data(), host_keys.data(), device_keys->size_bytes(),
+      device_keys = gbf_bench::device_array<std::uint64_t>(batch_keys);
+      GBF_CUDA_TRY(cudaMemcpy(device_keys.data(), host_keys.data(), device_keys.size_bytes(),
                               cudaMemcpyHostToDevice));
-      device_found = std::make_unique<gbf::detail::device_buffer<bool>>(batch_keys);
-      keys = device_keys->data();
-      found = device_found->data();
+      device_found = gbf_bench::device_array<bool>(batch_keys);
+      keys = device_keys.data();
+      found = device_found.data();
     }
 #else
     (void)where;
@@ -108,43 +94,6 @@ void bm_contains(benchmark::State& state, config c, std::uint64_t filter_bytes) 
   state.counters["fpr"] =
       static_cast<double>(f.count(b.keys, batch_keys)) / static_cast<double>(batch_keys);
   state.SetLabel(f.description());
-}
-
-// A cost model under which every batch below a million keys runs on the mirror.
-gbf::cost_model mirror_for_small_batches() {
-  gbf::cost_model m;
-  gbf::cost_point p;
-  p.filter_bytes = 1;
-  p.cpu_add = p.cpu_probe = {1e-6, 40e6, 2e9};
-  p.gpu_add = p.gpu_probe = {30e-3, 1e9, 1e10};
-  m.points = {p};
-  m.copy = {1e-6, 1e12};
-  return m;
-}
-
-void bm_router(benchmark::State& state, bool routed, bool add, std::size_t n) {
-  using namespace gbf::detail;
-  const gbf::layout l = layout_of_bytes(1 << 20);
-  const auto make_cpu = [l] { return make_cpu_backend(l, gbf::cpu_simd::automatic, 1, nullptr); };
-  std::unique_ptr<backend_impl> f =
-      routed ? make_hybrid_backend(make_cpu(), make_cpu, mirror_for_small_batches(), std::uint64_t{1} << 40)
-             : make_cpu();
-  const auto keys = make_keys(0, n);
-  const key_batch batch{keys.data(), n, gbf::detail::key_kind::u64, memory_space::host};
-  std::unique_ptr<bool[]> found(new bool[n]);
-  f->add(batch);  // buys the mirror (its copy is priced at 1 us)
-  for (auto _ : state) {
-    if (add)
-      f->add(batch);
-    else
-      f->contains(batch, found.get());
-    benchmark::ClobberMemory();
-  }
-  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * n));
-  if (routed) {
-    const gbf::dispatch_stats d = f->dispatch();
-    state.counters["gpu_batches"] = static_cast<double>(d.gpu_batches);  // 0: all on the mirror
-  }
 }
 
 }  // namespace
@@ -177,13 +126,6 @@ int main(int argc, char** argv) {
           ->Unit(benchmark::kMillisecond)->UseRealTime();
     }
   }
-  for (const bool add : {false, true})
-    for (const std::size_t n : {std::size_t{1}, std::size_t{16}, std::size_t{1000}})
-      for (const bool routed : {false, true}) {
-        const std::string name = std::string("router/") + (add ? "add" : "contains") + "/" +
-                                 (routed ? "routed" : "plain") + "/" + std::to_string(n) + "keys";
-        benchmark::RegisterBenchmark(name.c_str(), bm_router, routed, add, n);
-      }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

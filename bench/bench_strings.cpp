@@ -29,9 +29,7 @@
 #include "gbf/filter.hpp"
 #include "gbf/hash.hpp"
 #if defined(GBF_HAS_CUDA)
-#include <cuda_runtime.h>
-
-#include "host/gpu/runtime.hpp"
+#include "bench/cuda_memory.hpp"
 #endif
 
 namespace {
@@ -158,11 +156,11 @@ void bm_contains(benchmark::State& state, distribution d, gbf::options o) {
 }
 
 #if defined(GBF_HAS_CUDA)
-using gbf::detail::device_buffer;
+using gbf_bench::device_array;
 
 struct device_copy {
-  device_buffer<char> data;
-  device_buffer<std::int64_t> offsets;
+  device_array<char> data;
+  device_array<std::int64_t> offsets;
   gbf::string_keys<std::int64_t> keys;
   explicit device_copy(const string_batch& b) : data(b.data.size()), offsets(b.offsets.size()) {
     GBF_CUDA_TRY(cudaMemcpy(data.data(), b.data.data(), b.data.size(), cudaMemcpyHostToDevice));
@@ -183,7 +181,7 @@ gbf::options gpu_opts() {
 void bm_gpu_device(benchmark::State& state, distribution d, bool add) {
   const string_batch& b = batch_of(d, !add);
   const device_copy keys(b);
-  device_buffer<bool> found(b.offsets.size() - 1);
+  device_array<bool> found(b.offsets.size() - 1);
   gbf::filter f(bench_layout(), gpu_opts());
   if (!add) f.add(device_copy(batch_of(d, false)).keys);
   for (auto _ : state) {
@@ -200,9 +198,9 @@ void bm_gpu_device(benchmark::State& state, distribution d, bool add) {
 
 void bm_bound(benchmark::State& state, distribution d, bool from_host) {
   const string_batch& b = batch_of(d, false);
-  device_buffer<char> dst(b.data.size());
-  device_buffer<char> src(b.data.size());
-  gbf::detail::pinned_buffer<char> pinned(b.data.size());
+  device_array<char> dst(b.data.size());
+  device_array<char> src(b.data.size());
+  gbf_bench::pinned_array<char> pinned(b.data.size());
   for (auto _ : state) {
     GBF_CUDA_TRY(cudaMemcpy(dst.data(), from_host ? pinned.data() : src.data(), b.data.size(),
                             from_host ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice));

@@ -13,8 +13,7 @@
 #
 # Stages (rough device minutes on an H100/H200):
 #   tests      the whole test suite (GPU tests included)                      ~2
-#   sanitize   compute-sanitizer memcheck + racecheck on the GPU and
-#              automatic-backend tests                                         ~5
+#   sanitize   compute-sanitizer memcheck + racecheck on the GPU tests         ~5
 #   sweep      gbf bench --full without cpu1 (JSON and gnuplot script; make
 #              the PNG here: gnuplot OUT_DIR/sweep.gp)                         ~8
 #   strings    gbf_bench_strings (URL / id / long-tail mixes vs the bound)     ~3
@@ -56,7 +55,7 @@ case $stage in
   tests)
     run tests "$tests" ;;
   sanitize)
-    filter='*Gpu*:*AutoBackend*'
+    filter='*Gpu*'
     run memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$tests" --gtest_filter="$filter"
     run racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$tests" --gtest_filter="$filter" ;;
   sweep)
