@@ -270,8 +270,8 @@ class runner {
     const std::uint64_t* op_keys = keys;
     bool* op_found = found;
 #if defined(GBF_HAS_CUDA)
-    device_array<std::uint64_t> device_keys;
-    device_array<bool> device_found;
+    device_buffer<std::uint64_t> device_keys;
+    device_buffer<bool> device_found;
     if (e == engine::gpu_device) {
       const std::uint64_t need = b * (sizeof(std::uint64_t) + 1) + (64ULL << 20);
       const std::uint64_t free_bytes = device_free_bytes();
@@ -281,8 +281,8 @@ class runner {
              " of device memory, " + mib_text(static_cast<double>(free_bytes >> 20)) + " free");
         return;
       }
-      device_keys = device_array<std::uint64_t>(keys, n);
-      device_found = device_array<bool>(n);
+      device_keys = to_device(keys, n);
+      device_found = device_buffer<bool>(n);
       op_keys = device_keys.data();
       op_found = device_found.data();
     }
@@ -304,7 +304,8 @@ class runner {
     } else {
       r.time = time_op([&] { f.contains(op_keys, n, op_found); }, run_.repeat);
 #if defined(GBF_HAS_CUDA)
-      if (e == engine::gpu_device) device_found.copy_to_host(found);
+      if (e == engine::gpu_device)
+        GBF_CUDA_TRY(cudaMemcpy(found, device_found.data(), n, cudaMemcpyDeviceToHost));
 #endif
       for (std::size_t i = 0; i < n; ++i) r.positives += found[i];
       r.measured_fpr = static_cast<double>(r.positives) / static_cast<double>(b);

@@ -66,9 +66,9 @@ run_result run_device_resident(const workload& w) {
   options opts;
   opts.where = backend::gpu;
   filter f(w.shape, opts, w.capacity);
-  const device_array<std::uint64_t> inserted(w.inserted.data(), w.inserted.size());
-  const device_array<std::uint64_t> absent(w.absent.data(), w.absent.size());
-  device_array<bool> found(w.absent.size());
+  const device_buffer<std::uint64_t> inserted = to_device(w.inserted.data(), w.inserted.size());
+  const device_buffer<std::uint64_t> absent = to_device(w.absent.data(), w.absent.size());
+  device_buffer<bool> found(w.absent.size());
   run_result r;
   r.name = "gpu, keys in device memory";
   r.add_keys_per_s = w.inserted.size() / seconds_of([&] { f.add(inserted.data(), w.inserted.size()); });

@@ -69,26 +69,13 @@ inline options on_gpu(std::size_t chunk_keys = 0, unsigned streams = 0) {
   return opts;
 }
 
-/// A device copy of `n` host values at `data`.
-template <class T>
-detail::device_buffer<T> to_device(const T* data, std::size_t n) {
-  detail::device_buffer<T> buffer(n);
-  if (n > 0) GBF_CUDA_TRY(cudaMemcpy(buffer.data(), data, n * sizeof(T), cudaMemcpyHostToDevice));
-  return buffer;
-}
+using detail::to_device;
+using detail::to_host;
 
 /// A device copy of `values`.
 template <class T>
 detail::device_buffer<T> to_device(const std::vector<T>& values) {
   return to_device(values.data(), values.size());
-}
-
-/// A host copy of `n` values of device memory `device`.
-template <class T>
-std::vector<T> to_host(const T* device, std::size_t n) {
-  std::vector<T> out(n);
-  if (n > 0) GBF_CUDA_TRY(cudaMemcpy(out.data(), device, n * sizeof(T), cudaMemcpyDeviceToHost));
-  return out;
 }
 
 /// A host copy of `n` device bools.
