@@ -1,6 +1,7 @@
 // Sizing math; the model is stated in include/gbf/sizing.hpp.
 #include "gbf/sizing.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -220,6 +221,64 @@ double estimate_distinct_keys(const layout& l, std::uint64_t bits_set) {
     (unset_after(mid) > unset_fraction ? lo : hi) = mid;
   }
   return 0.5 * (lo + hi);
+}
+
+double estimate_standard_error(const layout& l, double num_keys) {
+  if (!(num_keys > 0)) return 0.0;
+  const probe_split s = split_probes(l);
+  const double n = num_keys;
+  const double num_blocks = static_cast<double>(l.num_blocks);
+  // The words of a block in (at most) two classes by probe count c.
+  struct word_class {
+    double words;     // words of this class per block
+    double miss;      // a = (31/32)^c: one key in the block misses a given bit
+    double hit;       // q = (1 - a) / num_blocks: one key sets a given bit of this word
+    double hit_both;  // 1 - 2a + (30/32)^c: one key in the block sets two given bits
+    double unset;     // p = (1 - q)^n: a given bit is still clear
+  };
+  word_class classes[2];
+  int num_classes = 0;
+  auto add_class = [&](std::uint32_t words, std::uint32_t probes) {
+    if (words == 0) return;
+    word_class& w = classes[num_classes++];
+    w.words = words;
+    w.miss = std::exp(probes * log_bit_miss);
+    w.hit = -std::expm1(probes * log_bit_miss) / num_blocks;
+    w.hit_both = 1 - 2 * w.miss + std::exp(probes * std::log1p(-2.0 / bits_per_word));
+    w.unset = std::exp(n * std::log1p(-w.hit));
+  };
+  add_class(s.words_hi, s.probes_hi);
+  add_class(s.words_lo, s.probes_lo);
+
+  // Var(U) of the unset-bit count U = sum of the bits' "clear" indicators, as
+  // sums of covariances over pairs of bits; for each pair P(both clear) is
+  // (1 - P(one key sets either))^n, written as p_1 p_2 (1 + r)^n so that the
+  // small r is formed without cancellation.
+  const double b = bits_per_word;
+  auto cov = [n](double p1, double p2, double r) { return p1 * p2 * std::expm1(n * std::log1p(r)); };
+  double same_block = 0, other_block = 0;
+  for (int x = 0; x < num_classes; ++x) {
+    const word_class& w = classes[x];
+    // One bit with itself, and two bits of one word (r = (hit_both/B - q^2) / (1 - q)^2).
+    same_block += w.words * b * w.unset * (1 - w.unset);
+    const double r_word = (w.hit_both / num_blocks - w.hit * w.hit) / ((1 - w.hit) * (1 - w.hit));
+    same_block += w.words * b * (b - 1) * cov(w.unset, w.unset, r_word);
+    for (int y = 0; y < num_classes; ++y) {
+      const word_class& v = classes[y];
+      const double both = (1 - w.hit) * (1 - v.hit);
+      // Two words of one block: r = q_w q_v (B - 1) / ((1 - q_w)(1 - q_v)).
+      const double word_pairs = w.words * (x == y ? v.words - 1 : v.words);
+      same_block += word_pairs * b * b * cov(w.unset, v.unset, w.hit * v.hit * (num_blocks - 1) / both);
+      // Two blocks: r = -q_w q_v / ((1 - q_w)(1 - q_v)).
+      other_block += w.words * v.words * b * b * cov(w.unset, v.unset, -w.hit * v.hit / both);
+    }
+  }
+  const double var_unset = num_blocks * same_block + num_blocks * (num_blocks - 1) * other_block;
+  // The estimate inverts E[U](n) = B sum_w 32 (1 - q_w)^n; delta method.
+  double slope = 0;
+  for (int x = 0; x < num_classes; ++x)
+    slope += num_blocks * classes[x].words * b * classes[x].unset * std::log1p(-classes[x].hit);
+  return std::sqrt(std::max(var_unset, 0.0)) / std::fabs(slope);
 }
 
 }  // namespace gbf

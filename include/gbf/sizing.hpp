@@ -53,4 +53,9 @@ double bits_per_key_at(const layout& l, std::uint64_t capacity);
 /// Returns +infinity for a full filter.
 double estimate_distinct_keys(const layout& l, std::uint64_t bits_set);
 
+/// Standard deviation of estimate_distinct_keys over random sets of `num_keys`
+/// distinct keys in `l` (exact covariances of the bits, then the delta method);
+/// 0 for num_keys <= 0.
+double estimate_standard_error(const layout& l, double num_keys);
+
 }  // namespace gbf
