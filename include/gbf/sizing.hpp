@@ -3,12 +3,22 @@
 // classic Bloom formula, which underestimates a blocked filter's FPR.
 //
 // Model. With n keys in B blocks, the keys in one block are ~ Poisson(n / B).
-// A block holding j keys answers a random absent key with probability
-//   fpr_block(j) = prod_w (1 - (31/32)^(j * c_w))^c_w
-// where c_w is the number of probes landing in word w (k / W for the split
-// layout). The filter's FPR is E_j[fpr_block(j)] = sum_j Pois(j) fpr_block(j).
+// Word w of a block gets c_w probes per key (k / W for the split layout), so a
+// block holding j keys has put m = j c_w independent uniform probes into it;
+// X_w, its number of set bits, is the occupancy of 32 bins after m balls. An
+// absent key's own c_w probes there all hit set bits with probability
+// (X_w / 32)^c_w, the words filling independently given j:
+//   fpr_block(j) = prod_w E[(X_w / 32)^c_w | m = j c_w]
+// and the filter's FPR is E_j[fpr_block(j)] = sum_j Pois(j) fpr_block(j).
+// For c_w = 1 the word term is 1 - (31/32)^j. For c_w > 1 it exceeds
+// (1 - (31/32)^(j c_w))^c_w, the shortcut that treats the query's probes as
+// c_w distinct bits set independently: probes may coincide and the fill
+// varies (Jensen). That shortcut undershot the FPR of k > W layouts, by up to
+// 80% (1/32 at fpp 1%; 2-6% for 1/4, 2/6, 4/8, 8/16; docs/layout.md).
 // This is the standard blocked-filter analysis (Putze, Sanders, Singler 2007,
-// "Cache-, Hash- and Space-Efficient Bloom Filters"), specialised to words.
+// "Cache-, Hash- and Space-Efficient Bloom Filters"), specialised to words,
+// and the real probe bits follow it (tests/test_promises.cpp measures every
+// (W, k) class).
 #pragma once
 
 #include <cstdint>
@@ -42,5 +52,10 @@ double bits_per_key_at(const layout& l, std::uint64_t capacity);
 /// inverting E[unset bits] = sum_w (1 - q_w)^n, q_w = (1 - (31/32)^c_w) / num_blocks.
 /// Returns +infinity for a full filter.
 double estimate_distinct_keys(const layout& l, std::uint64_t bits_set);
+
+/// Standard deviation of estimate_distinct_keys over random sets of `num_keys`
+/// distinct keys in `l` (exact covariances of the bits, then the delta method);
+/// 0 for num_keys <= 0.
+double estimate_standard_error(const layout& l, double num_keys);
 
 }  // namespace gbf

@@ -73,6 +73,47 @@ TEST(Sizing, ExpectedFprMatchesTheSplitBlockClosedFormForOneKeyPerBlock) {
   EXPECT_EQ(gbf::expected_fpr(l, 0), 0.0);
 }
 
+TEST(Sizing, TwoProbesPerWordUseTheSecondMomentOfTheWordsFill) {
+  // W = 1, k = 2 and W = 2, k = 4: every word takes c = 2 probes per key, so a
+  // block of j keys has put m = 2j probes in each word, and a query's two
+  // probes both hit set bits with probability E[X^2] / 32^2, X the word's set
+  // bits. Closed form: E[X] = 32 (1 - (31/32)^m), E[X (X - 1)] = 32 * 31 *
+  // (1 - 2 (31/32)^m + (30/32)^m). The old shortcut (1 - (31/32)^m)^2 ignored
+  // that the two probes can coincide and undershot.
+  for (std::uint32_t w : {1u, 2u}) {
+    gbf::layout l{w, 2 * w, 0, 1000};
+    double direct = 0, shortcut = 0, pmf = std::exp(-1.0);  // one key per block on average
+    for (int j = 0; j < 60; ++j) {
+      if (j > 0) pmf /= j;
+      const double m = 2.0 * j;
+      const double mean = 32 * (1 - std::pow(31.0 / 32, m));
+      const double falling = 32 * 31 * (1 - 2 * std::pow(31.0 / 32, m) + std::pow(30.0 / 32, m));
+      direct += pmf * std::pow((falling + mean) / 1024, w);
+      shortcut += pmf * std::pow(1 - std::pow(31.0 / 32, m), 2 * w);
+    }
+    EXPECT_NEAR(gbf::expected_fpr(l, 1000), direct, 1e-13 * direct) << "W " << w;
+    EXPECT_GT(direct, 1.005 * shortcut) << "W " << w;  // ~1% at one key per block
+  }
+}
+
+TEST(Sizing, SplitBlockLayoutsKeepTheirBlockCounts) {
+  // k = W was exact before the model covered k > W; these sizes must not move.
+  struct pinned {
+    std::uint64_t capacity;
+    double fpp;
+    std::uint32_t w;
+    std::uint64_t num_blocks;
+  };
+  const pinned cases[] = {{10'000'000, 0.01, 8, 411299},         {1'000'000, 0.001, 8, 65976},
+                          {1'000'000'000, 0.01, 8, 41129819},    {123457, 0.1, 8, 2888},
+                          {5000, 1e-6, 8, 1263},                 {10'000'000, 0.01, 1, 31093489},
+                          {1'000'000'000, 0.01, 1, 3109348828},  {10'000'000, 0.01, 16, 243424},
+                          {1'000'000, 0.001, 16, 33673},         {5000, 1e-6, 16, 384}};
+  for (const pinned& c : cases)
+    EXPECT_EQ(gbf::size_for(c.capacity, c.fpp, {c.w, c.w, 0}).num_blocks, c.num_blocks)
+        << c.capacity << " keys at " << c.fpp << ", W = k = " << c.w;
+}
+
 TEST(Sizing, FprClimbsFastPastCapacity) {
   const gbf::layout l = gbf::size_for(1'000'000, 0.01);
   const double at_capacity = gbf::expected_fpr(l, 1e6);
