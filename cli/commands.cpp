@@ -1,17 +1,24 @@
 // The gbf subcommands: create, build, add, query, info, merge, intersect.
 #include "cli/commands.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
+#include <new>
 #include <optional>
 #include <vector>
 
 #include "cli/progress.hpp"
 #include "cli/text.hpp"
 #include "gbf/io.hpp"
+#include "host/atomic_file.hpp"
 
 namespace gbf::cli {
 namespace {
@@ -29,11 +36,59 @@ options make_options(const run_options& run) {
 
 /// Loads `file`; Parquet files carry no capacity, fpp or key count (metadata 0 = unknown).
 filter load_filter(const filter_file& file, const run_options& run, file_metadata& meta) {
-  if (file.format == filter_format::gbf) return load(file.path, make_options(run), &meta);
-  filter f = load_parquet_sbbf(file.path, file.parquet_header, make_options(run));
-  meta = file_metadata{f.layout(), 0, 0, 0};
-  return f;
+  try {
+    if (file.format == filter_format::gbf) return load(file.path, make_options(run), &meta);
+    filter f = load_parquet_sbbf(file.path, file.parquet_header, make_options(run));
+    meta = file_metadata{f.layout(), 0, 0, 0};
+    return f;
+  } catch (const std::bad_alloc&) {
+    throw io_error("'" + file.path + "': out of memory loading the filter: " + std::strerror(ENOMEM), ENOMEM);
+  }
 }
+
+// ---------------------------------------------------------------------------
+// Outputs: never over an input, one writer at a time
+// ---------------------------------------------------------------------------
+
+/// A file a command reads, named as the messages name it ("the key file").
+struct input_file {
+  const char* role;
+  const std::string& path;
+};
+
+/// usage_error when the output `path` exists and is, after links, the same file
+/// (device and inode) as one of `inputs`: writing it would destroy an input.
+/// Runs before anything is opened for writing. "-" is standard input.
+void refuse_output_over_inputs(const std::string& option, const std::string& path,
+                               std::initializer_list<input_file> inputs) {
+  struct stat out {};
+  if (::stat(path.c_str(), &out) != 0) return;  // not there yet (or unreadable: the save reports it)
+  for (const input_file& in : inputs) {
+    struct stat st {};
+    const int rc = in.path == "-" ? ::fstat(STDIN_FILENO, &st) : ::stat(in.path.c_str(), &st);
+    if (rc == 0 && st.st_dev == out.st_dev && st.st_ino == out.st_ino)
+      throw usage_error(option + " '" + path + "' is the same file as " + in.role + " '" + in.path +
+                        "'; refusing to overwrite an input (write to another file)");
+  }
+}
+
+/// The lock of one output file (detail::write_lock on its target, links
+/// followed), held from before the command reads its inputs until after the
+/// output is renamed into place, so that two gbf processes never both write it.
+class output_lock {
+ public:
+  output_lock(const std::string& path, bool wait) {
+    try {
+      lock_.emplace(detail::resolve_links(path), wait);
+    } catch (const io_error& e) {
+      if (e.os_error() != EWOULDBLOCK) throw;
+      throw io_error(std::string(e.what()) + "; pass --wait to wait for it", EWOULDBLOCK);
+    }
+  }
+
+ private:
+  std::optional<detail::write_lock> lock_;
+};
 
 /// Throws invalid_argument naming `file` and every condition a Parquet export of `l` fails.
 void check_exportable(const layout& l, const filter_file& file) {
@@ -159,6 +214,13 @@ class verifier {
   std::uint64_t false_negatives_ = 0;
 };
 
+/// An allocation failed while a chunk read from `path` was processed.
+[[noreturn]] void fail_chunk_memory(const std::string& path, std::uint64_t first_key, std::size_t keys) {
+  throw io_error("'" + path + "': out of memory processing keys " + with_commas(first_key) + " to " +
+                     with_commas(first_key + keys) + ": " + std::strerror(ENOMEM),
+                 ENOMEM);
+}
+
 /// Adds every key of `reader` to `f`; with `verify`, checks each chunk afterwards.
 /// Returns false when verification failed.
 bool add_keys(filter& f, key_reader& reader, const keys_input& keys, const run_options& run,
@@ -168,11 +230,15 @@ bool add_keys(filter& f, key_reader& reader, const keys_input& keys, const run_o
   answers found;
   verifier check;
   while (reader.next(chunk, keys.chunk_keys)) {
-    add_chunk(f, chunk);
-    if (verify) {
-      bool* hits = found.for_chunk(chunk.size());
-      contains_chunk(f, chunk, hits);
-      check.check(f, chunk, hits, true);
+    try {
+      add_chunk(f, chunk);
+      if (verify) {
+        bool* hits = found.for_chunk(chunk.size());
+        contains_chunk(f, chunk, hits);
+        check.check(f, chunk, hits, true);
+      }
+    } catch (const std::bad_alloc&) {
+      fail_chunk_memory(keys.path, bar.done(), chunk.size());
     }
     bar.advance(chunk.size());
   }
@@ -184,55 +250,54 @@ bool add_keys(filter& f, key_reader& reader, const keys_input& keys, const run_o
 // Query outputs
 // ---------------------------------------------------------------------------
 
-/// Writes query answers to --out as bytes, an LSB-first bitmap, or "0"/"1" lines.
+/// Writes query answers to --out as bytes, an LSB-first bitmap, or "0"/"1"
+/// lines, atomically like a filter (detail::atomic_file_sink): until close()
+/// the results file is untouched, and a failure leaves it as it was.
 class result_writer {
  public:
-  result_writer(const std::string& path, result_format format) : path_(path), format_(format) {
-    file_ = std::fopen(path.c_str(), "wb");
-    if (file_ == nullptr) fail("cannot create results file");
-  }
-  result_writer(const result_writer&) = delete;
-  result_writer& operator=(const result_writer&) = delete;
-  ~result_writer() {
-    if (file_ != nullptr) std::fclose(file_);
+  result_writer(const std::string& path, result_format format) : file_(path), format_(format) {
+    buffer_.reserve(buffer_bytes + 2);
   }
 
   void write(const bool* found, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) {
       switch (format_) {
-        case result_format::bytes: std::fputc(found[i] ? 1 : 0, file_); break;
-        case result_format::text: std::fputs(found[i] ? "1\n" : "0\n", file_); break;
+        case result_format::bytes: buffer_.push_back(found[i] ? 1 : 0); break;
+        case result_format::text:
+          buffer_.push_back(found[i] ? '1' : '0');
+          buffer_.push_back('\n');
+          break;
         case result_format::bitmap:
           pending_ |= static_cast<unsigned>(found[i]) << pending_bits_;
           if (++pending_bits_ == 8) flush_byte();
           break;
       }
+      if (buffer_.size() >= buffer_bytes) flush();
     }
-    if (std::ferror(file_)) fail("write failed");
   }
 
-  /// Writes the last partial bitmap byte and closes the file, reporting any error.
+  /// Writes the last partial bitmap byte, then replaces the results file.
   void close() {
     if (pending_bits_ > 0) flush_byte();
-    std::FILE* f = file_;
-    file_ = nullptr;
-    if (std::ferror(f) | std::fclose(f)) fail("write failed");
+    flush();
+    file_.commit();
   }
 
  private:
   void flush_byte() {
-    std::fputc(static_cast<int>(pending_), file_);
+    buffer_.push_back(static_cast<std::uint8_t>(pending_));
     pending_ = 0;
     pending_bits_ = 0;
   }
-  [[noreturn]] void fail(const char* what) const {
-    const int err = errno;
-    throw io_error("'" + path_ + "': " + what + ": " + std::strerror(err), err);
+  void flush() {
+    file_.write(buffer_.data(), buffer_.size());
+    buffer_.clear();
   }
 
-  std::string path_;
+  static constexpr std::size_t buffer_bytes = std::size_t{1} << 20;
+  detail::atomic_file_sink file_;
   result_format format_;
-  std::FILE* file_ = nullptr;
+  std::vector<std::uint8_t> buffer_;
   unsigned pending_ = 0;
   unsigned pending_bits_ = 0;
 };
@@ -330,6 +395,8 @@ void print_info_json(const filter_file& file, const file_metadata& meta, const f
 }
 
 int combine(const combine_args& args, bool is_union) {
+  refuse_output_over_inputs("-o", args.output.path, {{"input A", args.a.path}, {"input B", args.b.path}});
+  const output_lock lock(args.output.path, args.run.wait);
   file_metadata meta_a;
   file_metadata meta_b;
   filter a = load_filter(args.a, args.run, meta_a);
@@ -353,26 +420,56 @@ int combine(const combine_args& args, bool is_union) {
 
 }  // namespace
 
+std::optional<std::uint64_t> parse_whole_number(const std::string& text) {
+  if (text.empty() || text.size() > 20) return std::nullopt;
+  std::uint64_t value = 0;
+  for (const char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    const auto digit = static_cast<std::uint64_t>(c - '0');
+    if (value > (UINT64_MAX - digit) / 10) return std::nullopt;
+    value = value * 10 + digit;
+  }
+  return value;
+}
+
 shape parse_layout(const std::string& text) {
-  shape s;
-  unsigned long long w = 0, k = 0, seed = 0;
-  int consumed = 0;
-  const int fields = std::sscanf(text.c_str(), "%llu/%llu%n/%llu%n", &w, &k, &consumed, &seed, &consumed);
-  if (fields < 2 || static_cast<std::size_t>(consumed) != text.size() || text.find('-') != std::string::npos)
-    throw usage_error("layout '" + text + "' is not W/K or W/K/SEED (e.g. 8/8, 16/16/0)");
+  std::vector<std::string> fields(1);
+  for (const char c : text) {
+    if (c == '/')
+      fields.emplace_back();
+    else
+      fields.back() += c;
+  }
+  const auto malformed = [&] {
+    return usage_error("layout '" + text + "' is not W/K or W/K/SEED (e.g. 8/8, 16/16/0)");
+  };
+  if (fields.size() < 2 || fields.size() > 3) throw malformed();
+  std::uint64_t values[3] = {0, 0, 0};
+  static const char* const names[] = {"words per block", "bits per key", "seed"};
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    const bool digits = !fields[i].empty() && fields[i].find_first_not_of("0123456789") == std::string::npos;
+    if (!digits) throw malformed();
+    const std::optional<std::uint64_t> value = parse_whole_number(fields[i]);
+    if (!value)
+      throw usage_error("layout '" + text + "': " + names[i] + " " + fields[i] +
+                        " is out of range (at most 18446744073709551615)");
+    values[i] = *value;
+  }
   layout l;
-  l.words_per_block = static_cast<std::uint32_t>(w);
-  l.bits_per_key = static_cast<std::uint32_t>(k);
-  if (w != l.words_per_block || k != l.bits_per_key || layout_problem(l) != nullptr)
+  l.words_per_block = static_cast<std::uint32_t>(values[0]);
+  l.bits_per_key = static_cast<std::uint32_t>(values[1]);
+  if (values[0] != l.words_per_block || values[1] != l.bits_per_key || layout_problem(l) != nullptr)
     throw usage_error("layout '" + text + "': " +
                       (layout_problem(l) ? layout_problem(l) : "value out of range"));
+  shape s;
   s.words_per_block = l.words_per_block;
   s.bits_per_key = l.bits_per_key;
-  s.seed = seed;
+  s.seed = values[2];
   return s;
 }
 
 int run_create(const create_args& args) {
+  const output_lock lock(args.output.path, args.run.wait);
   const layout l = size_layout(args.sizing, args.sizing.capacity);
   check_exportable(l, args.output);
   const filter f(l, make_options(args.run), args.sizing.capacity);
@@ -388,12 +485,22 @@ int run_create(const create_args& args) {
 int run_build(const build_args& args) {
   if (args.sizing.capacity == 0 && args.keys.path == "-")
     throw usage_error("building from standard input needs --capacity (its keys cannot be counted first)");
+  refuse_output_over_inputs("-o", args.output.path, {{"the key file", args.keys.path}});
+  const output_lock lock(args.output.path, args.run.wait);
   const auto reader = key_reader::open(args.keys.path, args.keys.format);
   const std::uint64_t total = args.sizing.capacity ? reader->known_count().value_or(0) : reader->count_keys();
   const std::uint64_t capacity = args.sizing.capacity ? args.sizing.capacity : total;
   if (capacity == 0)
     throw format_error("'" + args.keys.path + "' holds no keys; pass --capacity to size an empty filter");
-  const layout l = size_layout(args.sizing, capacity);
+  layout l;
+  try {
+    l = size_layout(args.sizing, capacity);
+  } catch (const usage_error& e) {
+    if (args.sizing.capacity != 0) throw;
+    // The capacity is the key count of the file, not an option the user gave.
+    throw format_error("'" + args.keys.path + "' holds " + with_commas(capacity) +
+                       " keys, too many to size a filter for (" + e.what() + "); pass --capacity");
+  }
   check_exportable(l, args.output);
   filter f(l, make_options(args.run), capacity);
   const bool ok = add_keys(f, *reader, args.keys, args.run,
@@ -405,6 +512,8 @@ int run_build(const build_args& args) {
 }
 
 int run_add(const add_args& args) {
+  refuse_output_over_inputs("the filter", args.target.path, {{"the key file", args.keys.path}});
+  const output_lock lock(args.target.path, args.run.wait);
   file_metadata meta;
   filter f = load_filter(args.target, args.run, meta);
   const auto reader = key_reader::open(args.keys.path, args.keys.format);
@@ -415,6 +524,11 @@ int run_add(const add_args& args) {
 }
 
 int run_query(const query_args& args) {
+  std::optional<output_lock> lock;
+  if (!args.out.empty()) {
+    refuse_output_over_inputs("--out", args.out, {{"the filter", args.target.path}, {"the key file", args.keys.path}});
+    lock.emplace(args.out, args.run.wait);
+  }
   file_metadata meta;
   const filter f = load_filter(args.target, args.run, meta);
   const auto reader = key_reader::open(args.keys.path, args.keys.format);
@@ -427,9 +541,14 @@ int run_query(const query_args& args) {
   verifier check;
   std::uint64_t hits = 0;
   while (reader->next(chunk, args.keys.chunk_keys)) {
-    bool* answer = found.for_chunk(chunk.size());
-    contains_chunk(f, chunk, answer);
-    if (args.verify) check.check(f, chunk, answer, false);
+    bool* answer = nullptr;
+    try {
+      answer = found.for_chunk(chunk.size());
+      contains_chunk(f, chunk, answer);
+      if (args.verify) check.check(f, chunk, answer, false);
+    } catch (const std::bad_alloc&) {
+      fail_chunk_memory(args.keys.path, bar.done(), chunk.size());
+    }
     if (out) out->write(answer, chunk.size());
     if (args.select) print_selected(chunk, answer, bar.done(), args.row_numbers);
     for (std::size_t i = 0; i < chunk.size(); ++i) hits += answer[i];

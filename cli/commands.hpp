@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -33,11 +34,16 @@ struct filter_file {
   bool parquet_header = true;  ///< parquet_sbbf: Thrift BloomFilterHeader before the bitset.
 };
 
+/// --threads refuses more than this: threads past the hardware's only add
+/// start-up and scheduling cost, and a huge count slows every batch down.
+constexpr unsigned max_cpu_threads = 1024;
+
 /// Options of every command that places a filter.
 struct run_options {
   backend where = backend::automatic;
-  unsigned threads = 0;  ///< CPU threads, 0 = all.
+  unsigned threads = 0;  ///< CPU threads, 0 = all; at most max_cpu_threads.
   bool quiet = false;    ///< No summary line on stderr.
+  bool wait = false;     ///< Writers: wait for another gbf process writing the output instead of failing.
 };
 
 /// How create and build size a new filter.
@@ -103,8 +109,13 @@ struct combine_args {
   run_options run;
 };
 
-/// Parses "W/K" or "W/K/SEED" (e.g. "16/16", "8/8/0"); usage_error when malformed.
+/// Parses "W/K" or "W/K/SEED" (e.g. "16/16", "8/8/0"); usage_error when malformed
+/// or when a field exceeds its type (a seed past 2^64 - 1 is refused, not clamped).
 shape parse_layout(const std::string& text);
+
+/// Decimal digits only (no sign, space or exponent) as a uint64; nullopt when
+/// not such a number or past 2^64 - 1.
+std::optional<std::uint64_t> parse_whole_number(const std::string& text);
 
 int run_create(const create_args& args);
 int run_build(const build_args& args);

@@ -1,13 +1,18 @@
 // The gbf command: CLI11 wiring only; the work is in demo.cpp, bench.cpp and commands.cpp.
 //
 // Exit codes: 0 success, 1 runtime failure, 2 usage error. Errors go to stderr
-// prefixed "gbf: ".
+// prefixed "gbf: ". SIGINT, SIGTERM, SIGHUP and SIGPIPE first remove the
+// process's named temporary and lock files, then end it as the signal would
+// (the shell reports 128 + the signal number: 130 for SIGINT, 143 for SIGTERM).
 #include <CLI/CLI.hpp>
+
+#include <signal.h>
 
 #include <cstdio>
 #include <functional>
 #include <map>
 #include <new>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -17,6 +22,7 @@
 #include "cli/demo.hpp"
 #include "cli/join.hpp"
 #include "gbf/error.hpp"
+#include "host/atomic_file.hpp"
 
 namespace {
 
@@ -32,11 +38,37 @@ const std::map<std::string, key_format> key_formats{
 const std::map<std::string, result_format> result_formats{
     {"bytes", result_format::bytes}, {"bitmap", result_format::bitmap}, {"text", result_format::text}};
 
+/// Checks an integer option: digits only, within [lo, hi]. Says "is not a
+/// number" for text (CLI11's Range would say "not in range").
+CLI::Validator whole_number(std::uint64_t lo, std::uint64_t hi) {
+  const std::string range = std::to_string(lo) + " to " + std::to_string(hi);
+  return CLI::Validator(
+      [lo, hi, range](std::string& text) -> std::string {
+        const std::optional<std::uint64_t> value = parse_whole_number(text);
+        if (!value) {
+          const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+          return digits ? text + " is out of range (" + range + ")"
+                        : "'" + text + "' is not a number (expected a whole number from " + range + ")";
+        }
+        return *value < lo || *value > hi ? text + " is out of range (" + range + ")" : std::string();
+      },
+      "INT in " + range);
+}
+
+void add_threads_option(CLI::App* cmd, unsigned& threads, const char* help) {
+  cmd->add_option("--threads", threads, help)->check(whole_number(0, max_cpu_threads));
+}
+
 void add_run_options(CLI::App* cmd, run_options& run) {
   cmd->add_option("--backend", run.where, "Where the filter runs: auto (GPU if present), gpu or cpu")
       ->transform(CLI::CheckedTransformer(backends, CLI::ignore_case));
-  cmd->add_option("--threads", run.threads, "CPU threads (0 = all hardware threads)");
+  add_threads_option(cmd, run.threads, "CPU threads (0 = all hardware threads; at most 1024)");
   cmd->add_flag("-q,--quiet", run.quiet, "No summary line on stderr");
+}
+
+void add_wait_flag(CLI::App* cmd, run_options& run) {
+  cmd->add_flag("--wait", run.wait,
+                "When another gbf process is writing the output file, wait for it instead of failing");
 }
 
 /// --format and --no-header for the filter file(s) `files` (all share them).
@@ -61,13 +93,13 @@ void add_keys_options(CLI::App* cmd, keys_input& keys) {
                   "explicit width), u32, u64 (raw little-endian), text (one key per line), npy")
       ->transform(CLI::CheckedTransformer(key_formats, CLI::ignore_case));
   cmd->add_option("--chunk-keys", keys.chunk_keys, "Keys read and processed per batch")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30));
+      ->check(whole_number(1, std::uint64_t{1} << 30));
 }
 
 /// --capacity (returned), --fpp, --layout, --parquet-compatible.
 CLI::Option* add_sizing_options(CLI::App* cmd, sizing_options& sizing, const char* capacity_help) {
   CLI::Option* capacity = cmd->add_option("--capacity", sizing.capacity, capacity_help)
-      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
+      ->check(whole_number(1, std::uint64_t{1} << 40));
   cmd->add_option("--fpp", sizing.fpp, "Target false-positive probability in (0, 1) (default 0.01)")
       ->check([](const std::string& text) -> std::string {
         const double p = std::strtod(text.c_str(), nullptr);
@@ -92,9 +124,32 @@ CLI::Option* add_sizing_options(CLI::App* cmd, sizing_options& sizing, const cha
   return capacity;
 }
 
-void add_output(CLI::App* cmd, filter_file& output) {
-  cmd->add_option("-o,--output", output.path, "Filter file to write (atomically)")->required();
+void add_output(CLI::App* cmd, filter_file& output, run_options& run) {
+  cmd->add_option("-o,--output", output.path, "Filter file to write (atomically; a symbolic link is followed)")
+      ->required();
   add_format_options(cmd, {&output}, "--format", "Output format");
+  add_wait_flag(cmd, run);
+}
+
+extern "C" void on_fatal_signal(int sig) {
+  gbf::detail::remove_unfinished_files();
+  // SA_RESETHAND restored the default action and SA_NODEFER leaves the signal
+  // unblocked: raising it again ends the process as the signal would have.
+  raise(sig);
+}
+
+/// Installs on_fatal_signal, except for signals the parent set to be ignored
+/// (nohup, background jobs of non-interactive shells), which stay ignored.
+void remove_temporary_files_on_signals() {
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) {
+    struct sigaction old {};
+    if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+    struct sigaction action {};
+    action.sa_handler = on_fatal_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESETHAND | SA_NODEFER;
+    sigaction(sig, &action, nullptr);
+  }
 }
 
 }  // namespace
@@ -111,11 +166,11 @@ int main(int argc, char** argv) {
   CLI::App* demo_cmd = app.add_subcommand(
       "demo", "Build one filter per backend, probe it, and compare keys/s, FPR and answers");
   demo_cmd->add_option("--keys", demo.keys, "Keys to add (the filter's capacity)")
-      ->check(CLI::Range(1ULL, 1ULL << 40));
+      ->check(whole_number(1, std::uint64_t{1} << 40));
   demo_cmd->add_option("--probes", demo.probes, "Absent keys to probe")
-      ->check(CLI::Range(1ULL, 1ULL << 40));
+      ->check(whole_number(1, std::uint64_t{1} << 40));
   demo_cmd->add_option("--fpp", demo.fpp, "Target false-positive rate, in (0, 1)");
-  demo_cmd->add_option("--threads", demo.threads, "CPU threads for the multi-threaded row (0 = all)");
+  add_threads_option(demo_cmd, demo.threads, "CPU threads for the multi-threaded row (0 = all; at most 1024)");
   demo_cmd->add_option("--backend", demo.where, "auto (every backend), cpu or gpu")
       ->transform(CLI::CheckedTransformer(backends, CLI::ignore_case));
   demo_cmd->add_flag("!--no-verify", demo.verify, "Skip recomputing GPU answers on the CPU");
@@ -136,7 +191,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1u, 1000u));
   bench_cmd->add_option("--fpp", bench.fpp, "FPR the filter is filled to before contains rows, in (0, 1)")
       ->check(CLI::Range(1e-9, 0.999999));
-  bench_cmd->add_option("--threads", bench.threads, "Threads of the 'cpu' backend (0 = all)");
+  add_threads_option(bench_cmd, bench.threads, "Threads of the 'cpu' backend (0 = all; at most 1024)");
   bench_cmd->add_flag("--full", bench.full, "Full sweep: batches 1e3..1e9, filters 1..4096 MiB");
   bench_cmd->add_option("--json", bench.json, "Write the results as JSON to this file");
   bench_cmd->add_option("--plot", bench.plot, "Write a PNG plot (keys/s vs batch size) with gnuplot");
@@ -145,7 +200,7 @@ int main(int argc, char** argv) {
   create_args create;
   CLI::App* create_cmd = app.add_subcommand("create", "Create an empty filter sized for --capacity keys at --fpp");
   add_sizing_options(create_cmd, create.sizing, "Distinct keys the filter is sized for")->required();
-  add_output(create_cmd, create.output);
+  add_output(create_cmd, create.output, create.run);
   add_no_header_flag(create_cmd, {&create.output});
   add_run_options(create_cmd, create.run);
   create_cmd->final_callback([&] { command = [&] { return run_create(create); }; });
@@ -156,7 +211,7 @@ int main(int argc, char** argv) {
   add_sizing_options(build_cmd, build.sizing,
                      "Distinct keys to size for (default: the number of keys in KEYS, duplicates "
                      "counted, found by a first pass over the file)");
-  add_output(build_cmd, build.output);
+  add_output(build_cmd, build.output, build.run);
   add_no_header_flag(build_cmd, {&build.output});
   add_run_options(build_cmd, build.run);
   build_cmd->add_flag("--verify", build.verify, "Check every key is found afterwards, recomputing answers on the CPU");
@@ -169,6 +224,7 @@ int main(int argc, char** argv) {
   add_format_options(add_cmd, {&add.target}, "--format", "Format of FILTER");
   add_no_header_flag(add_cmd, {&add.target});
   add_run_options(add_cmd, add.run);
+  add_wait_flag(add_cmd, add.run);
   add_cmd->add_flag("--verify", add.verify, "Check every key is found afterwards, recomputing answers on the CPU");
   add_cmd->final_callback([&] { command = [&] { return run_add(add); }; });
 
@@ -179,7 +235,7 @@ int main(int argc, char** argv) {
   add_keys_options(query_cmd, query.keys);
   add_format_options(query_cmd, {&query.target}, "--format", "Format of FILTER");
   add_no_header_flag(query_cmd, {&query.target});
-  query_cmd->add_option("--out", query.out, "Write one answer per key to this file");
+  query_cmd->add_option("--out", query.out, "Write one answer per key to this file (atomically)");
   query_cmd->add_option("--out-format", query.out_format,
                         "bytes (one 0/1 byte per key, default), bitmap (LSB-first bits, Arrow), "
                         "text (0/1 lines)")
@@ -192,6 +248,7 @@ int main(int argc, char** argv) {
   count_opt->excludes(select_opt);
   query_cmd->add_flag("--verify", query.verify, "Recompute every answer on the CPU; exit 1 on a mismatch");
   add_run_options(query_cmd, query.run);
+  add_wait_flag(query_cmd, query.run);
   query_cmd->final_callback([&] { command = [&] { return run_query(query); }; });
 
   info_args info;
@@ -213,7 +270,7 @@ int main(int argc, char** argv) {
     CLI::App* cmd = app.add_subcommand(name, help);
     cmd->add_option("A", args->a.path, "First filter file")->required();
     cmd->add_option("B", args->b.path, "Second filter file")->required();
-    add_output(cmd, args->output);
+    add_output(cmd, args->output, args->run);
     add_format_options(cmd, {&args->a, &args->b}, "--input-format", "Format of A and B");
     add_no_header_flag(cmd, {&args->a, &args->b, &args->output});
     add_run_options(cmd, args->run);
@@ -228,7 +285,7 @@ int main(int argc, char** argv) {
   join_cmd->add_option("--seed", join.seed, "Data generation seed");
   join_cmd->add_option("--backend", join.where, "Where the filter runs: auto (GPU if present), gpu or cpu")
       ->transform(CLI::CheckedTransformer(backends, CLI::ignore_case));
-  join_cmd->add_option("--threads", join.threads, "CPU threads (0 = all hardware threads)");
+  add_threads_option(join_cmd, join.threads, "CPU threads (0 = all hardware threads; at most 1024)");
   join_cmd->add_option("--fpp", join.fpp, "Filter target false-positive rate, in (0, 1)");
   join_cmd->add_option("--export-csv", join.export_csv, "Write orders.csv and lineitem.csv to this directory");
   join_cmd->add_flag("--json", join.json, "One JSON object instead of text");
@@ -239,6 +296,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  remove_temporary_files_on_signals();
   try {
     return command();
   } catch (const usage_error& e) {

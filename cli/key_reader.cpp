@@ -3,13 +3,16 @@
 #include "cli/key_reader.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
+#include "cli/text.hpp"
 #include "gbf/error.hpp"
 
 namespace gbf::cli {
@@ -26,6 +29,15 @@ constexpr std::size_t npy_magic_size = 6;
 [[noreturn]] void fail_io(const std::string& path, const std::string& what) {
   const int err = errno;
   throw io_error("'" + path + "': " + what + ": " + std::strerror(err), err);
+}
+
+[[noreturn]] void fail_memory(const std::string& path, const std::string& where) {
+  throw io_error("'" + path + "': out of memory " + where + ": " + std::strerror(ENOMEM), ENOMEM);
+}
+
+/// "byte 1,234 (line 5)" and the like: where in a key file something happened.
+std::string at_byte(std::uint64_t byte, const char* unit, std::uint64_t index) {
+  return "byte " + with_commas(byte) + " (" + unit + " " + with_commas(index) + ")";
 }
 
 /// Size of the regular file behind `f`, nullopt for pipes, terminals and the like.
@@ -45,6 +57,8 @@ std::string extension_of(const std::string& path) {
 }
 
 bool starts_with_npy_magic(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
   file_ptr f = open_for_reading(path, "keys file");
   char head[npy_magic_size] = {};
   return std::fread(head, 1, npy_magic_size, f.get()) == npy_magic_size &&
@@ -59,6 +73,7 @@ struct binary_spec {
   unsigned width = 8;                    ///< Bytes per key: 4 or 8.
   bool is_signed = false;
   std::optional<std::uint64_t> count;    ///< Keys in the file, when known.
+  std::uint64_t data_offset = 0;         ///< Bytes before the first key (the .npy header).
 };
 
 class binary_reader final : public key_reader {
@@ -69,7 +84,15 @@ class binary_reader final : public key_reader {
   bool next(key_chunk& chunk, std::size_t max_keys) override {
     chunk.type = type();
     chunk.is_signed = spec_.is_signed;
-    if (spec_.count) max_keys = static_cast<std::size_t>(std::min<std::uint64_t>(max_keys, *spec_.count - read_));
+    if (spec_.count) {
+      max_keys = static_cast<std::size_t>(std::min<std::uint64_t>(max_keys, *spec_.count - read_));
+      if (max_keys == 0) {
+        check_at_end();
+        chunk.u32.clear();
+        chunk.u64.clear();
+        return false;
+      }
+    }
     const std::size_t keys = spec_.width == 4 ? read_into(chunk.u32, max_keys) : read_into(chunk.u64, max_keys);
     read_ += keys;
     return keys > 0;
@@ -85,11 +108,36 @@ class binary_reader final : public key_reader {
   key_type type() const override { return spec_.width == 4 ? key_type::u32 : key_type::u64; }
 
  private:
+  /// Byte offset of key `key` in the file.
+  std::uint64_t byte_of(std::uint64_t key) const { return spec_.data_offset + key * spec_.width; }
+
+  // The size said how many keys there are; a file that still has bytes after
+  // them (a /proc file reporting size 0, a file growing while read) would
+  // otherwise lose them silently.
+  void check_at_end() {
+    if (checked_end_) return;
+    checked_end_ = true;
+    char extra = 0;
+    const std::size_t got = std::fread(&extra, 1, 1, file_.get());
+    if (std::ferror(file_.get())) fail_io(path_, "read failed at " + at_byte(byte_of(read_), "key", read_));
+    if (got != 0)
+      fail_format(path_, "holds more bytes than its size said (" + with_commas(byte_of(read_)) +
+                             "); it changed while being read, or is not a regular file");
+  }
+
   template <class Word>
   std::size_t read_into(std::vector<Word>& out, std::size_t max_keys) {
-    out.resize(max_keys);
+    try {
+      out.resize(max_keys);
+    } catch (const std::bad_alloc&) {
+      fail_memory(path_, "for a chunk of " + with_commas(max_keys) + " keys (" +
+                             with_commas(static_cast<std::uint64_t>(max_keys) * sizeof(Word)) + " bytes) at " +
+                             at_byte(byte_of(read_), "key", read_));
+    }
     const std::size_t bytes = std::fread(out.data(), 1, max_keys * sizeof(Word), file_.get());
-    if (std::ferror(file_.get())) fail_io(path_, "read failed");
+    if (std::ferror(file_.get()))
+      fail_io(path_, "read failed at byte " + with_commas(byte_of(read_) + bytes) + " (key " +
+                         with_commas(read_ + bytes / sizeof(Word)) + ")");
     if (bytes % sizeof(Word) != 0)
       fail_format(path_, "ends with a partial key (" + std::to_string(bytes % sizeof(Word)) +
                              " trailing bytes; keys are " + std::to_string(sizeof(Word)) + " bytes)");
@@ -103,6 +151,7 @@ class binary_reader final : public key_reader {
   file_ptr file_;
   binary_spec spec_;
   std::uint64_t read_ = 0;
+  bool checked_end_ = false;
 };
 
 binary_spec raw_spec(const std::string& path, std::FILE* f, unsigned width) {
@@ -211,8 +260,13 @@ binary_spec npy_spec(const std::string& path, std::FILE* f) {
   parse_npy_dtype(npy_header_value(header, "descr", path), path, spec);
   if (npy_header_value(header, "fortran_order", path) != "False")
     fail_format(path, ".npy array is in Fortran order; gbf reads C-order 1-D arrays");
-  spec.count = parse_npy_shape(npy_header_value(header, "shape", path), path);
+  const std::string shape = npy_header_value(header, "shape", path);
+  spec.count = parse_npy_shape(shape, path);
   const std::uint64_t data_offset = preamble.size() + len_bytes.size() + header_len;
+  spec.data_offset = data_offset;
+  if (*spec.count > (UINT64_MAX - data_offset) / spec.width)
+    fail_format(path, ".npy shape " + shape + " is too large: " + std::to_string(*spec.count) + " keys of " +
+                          std::to_string(spec.width) + " bytes exceed 64-bit byte counts");
   if (const auto size = regular_file_size(f)) {
     if (*size != data_offset + *spec.count * spec.width)
       fail_format(path, ".npy data is " + std::to_string(*size - data_offset) + " bytes, the header says " +
@@ -226,24 +280,29 @@ binary_spec npy_spec(const std::string& path, std::FILE* f) {
 // Text: one key per line
 // ---------------------------------------------------------------------------
 
+// Lines are cut from a fixed read buffer and appended straight to the chunk:
+// memory is the chunk (at most about max_text_chunk_bytes plus one key of at
+// most max_text_key_bytes) and the buffer, whatever the lines' lengths.
 class text_reader final : public key_reader {
  public:
-  text_reader(std::string path, file_ptr file) : key_reader(std::move(path)), file_(std::move(file)) {}
+  text_reader(std::string path, file_ptr file)
+      : key_reader(std::move(path)), file_(std::move(file)), fd_(fileno(file_.get())) {}
 
   bool next(key_chunk& chunk, std::size_t max_keys) override {
     chunk.type = key_type::text;
     chunk.text_data.clear();
     chunk.offsets.assign(1, 0);
-    while (chunk.offsets.size() <= max_keys && chunk.text_data.size() < max_text_chunk_bytes) {
-      const ssize_t got = getline(&line_.buffer, &line_.capacity, file_.get());
-      if (got < 0) break;
-      std::size_t len = static_cast<std::size_t>(got);
-      if (len > 0 && line_.buffer[len - 1] == '\n') --len;
-      if (len > 0 && line_.buffer[len - 1] == '\r') --len;
-      chunk.text_data.append(line_.buffer, len);
-      chunk.offsets.push_back(static_cast<std::int64_t>(chunk.text_data.size()));
+    try {
+      while (chunk.offsets.size() <= max_keys &&
+             chunk.text_data.size() + chunk.offsets.size() * sizeof(std::int64_t) < max_text_chunk_bytes) {
+        if (!append_line(chunk.text_data)) break;
+        chunk.offsets.push_back(static_cast<std::int64_t>(chunk.text_data.size()));
+      }
+    } catch (const std::bad_alloc&) {
+      fail_memory(path_, "at " + at_byte(line_start_, "line", line_) + " while reading a chunk of " +
+                             with_commas(chunk.offsets.size() - 1) + " keys and " +
+                             with_commas(chunk.text_data.size()) + " key bytes");
     }
-    if (std::ferror(file_.get())) fail_io(path_, "read failed");
     return chunk.offsets.size() > 1;
   }
 
@@ -252,27 +311,79 @@ class text_reader final : public key_reader {
   std::uint64_t count_keys() override {
     if (path_ == "-") fail_format(path_, "cannot count the lines of standard input before reading it");
     std::uint64_t lines = 0;
-    char buffer[1 << 16];
     char last = '\n';
-    while (const std::size_t got = std::fread(buffer, 1, sizeof buffer, file_.get())) {
-      lines += static_cast<std::uint64_t>(std::count(buffer, buffer + got, '\n'));
-      last = buffer[got - 1];
+    while (fill()) {
+      lines += static_cast<std::uint64_t>(std::count(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(length_), '\n'));
+      last = buffer_[length_ - 1];
     }
-    if (std::ferror(file_.get())) fail_io(path_, "read failed");
-    if (std::fseek(file_.get(), 0, SEEK_SET) != 0) fail_io(path_, "seek failed");
+    if (::lseek(fd_, 0, SEEK_SET) != 0) fail_io(path_, "seek failed");
+    buffer_start_ = line_start_ = line_ = 0;
+    position_ = length_ = 0;
     return lines + (last != '\n' ? 1 : 0);
   }
 
   key_type type() const override { return key_type::text; }
 
  private:
-  struct line_buffer {
-    char* buffer = nullptr;  ///< Owned by getline (malloc/realloc).
-    std::size_t capacity = 0;
-    ~line_buffer() { std::free(buffer); }
-  };
+  /// Appends the next line's key to `out`; false at the end of the file.
+  bool append_line(std::string& out) {
+    const std::size_t start = out.size();
+    line_start_ = buffer_start_ + position_;
+    ++line_;
+    bool any = false;
+    for (;;) {
+      if (position_ == length_ && !fill()) break;
+      any = true;
+      const char* begin = buffer_.data() + position_;
+      const auto* newline = static_cast<const char*>(std::memchr(begin, '\n', length_ - position_));
+      const std::size_t n = newline ? static_cast<std::size_t>(newline - begin) : length_ - position_;
+      // + 1: a '\r' before the '\n' is not part of the key.
+      if (out.size() - start + n > max_text_key_bytes + 1) fail_too_long();
+      out.append(begin, n);
+      position_ += n + (newline ? 1 : 0);
+      if (newline) break;
+    }
+    if (!any) {
+      --line_;
+      return false;
+    }
+    if (out.size() > start && out.back() == '\r') out.pop_back();
+    if (out.size() - start > max_text_key_bytes) fail_too_long();
+    return true;
+  }
+
+  /// Reads the next block into the buffer; false at the end of the file.
+  bool fill() {
+    buffer_start_ += length_;
+    position_ = length_ = 0;
+    for (;;) {
+      const ssize_t got = ::read(fd_, buffer_.data(), buffer_.size());
+      if (got >= 0) {
+        length_ = static_cast<std::size_t>(got);
+        return got > 0;
+      }
+      if (errno != EINTR)
+        fail_io(path_, "read failed at byte " + with_commas(buffer_start_) +
+                           (line_ > 0 ? " (line " + with_commas(line_) + ")" : std::string()));
+    }
+  }
+
+  [[noreturn]] void fail_too_long() const {
+    fail_format(path_, "line " + with_commas(line_) + " (starting at byte " + with_commas(line_start_) +
+                           ") is longer than the maximum key length of " +
+                           with_commas(max_text_key_bytes) + " bytes (16 MiB)");
+  }
+
+  static constexpr std::size_t buffer_bytes = std::size_t{1} << 18;
+
   file_ptr file_;
-  line_buffer line_;
+  int fd_;
+  std::vector<char> buffer_ = std::vector<char>(buffer_bytes);
+  std::uint64_t buffer_start_ = 0;  ///< File offset of buffer_[0].
+  std::size_t position_ = 0;        ///< Next unread byte in buffer_.
+  std::size_t length_ = 0;          ///< Valid bytes in buffer_.
+  std::uint64_t line_ = 0;          ///< 1-based number of the line being (or last) read.
+  std::uint64_t line_start_ = 0;    ///< Its file offset.
 };
 
 key_format detect_format(const std::string& path) {

@@ -2,12 +2,18 @@
 // arrays, text with one key per line, and NumPy .npy arrays of integers.
 //
 // A file is never read whole: next() fills a key_chunk with at most
-// `max_keys` keys (and, for text, about 64 MiB of key bytes), reusing the
-// chunk's storage. "-" reads standard input.
+// `max_keys` keys (and, for text, about 64 MiB of key bytes and offsets),
+// reusing the chunk's storage. "-" reads standard input.
 //
 // Text: every line is a key, its bytes without the line ending ("\n" or
 // "\r\n"); an empty line is the empty key; a final newline does not make an
-// extra empty key. Keys hash as byte strings (no length prefix).
+// extra empty key. Keys hash as byte strings (no length prefix). Lines are
+// streamed through a small buffer straight into the chunk, never held whole
+// elsewhere, and a line longer than max_text_key_bytes is an error.
+//
+// Every failure is an error naming the file and the position (byte offset,
+// and line or key number): an I/O error, an allocation failure (io_error with
+// ENOMEM), a malformed or truncated file. None is taken for the end of input.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +24,9 @@
 #include <vector>
 
 namespace gbf::cli {
+
+/// The longest text key (line without its ending) the reader accepts: 16 MiB.
+constexpr std::size_t max_text_key_bytes = std::size_t{16} << 20;
 
 /// How a key file is encoded; automatic picks by content and extension (see key_reader::open).
 enum class key_format { automatic, u32, u64, text, npy };
@@ -50,8 +59,9 @@ file_ptr open_for_reading(const std::string& path, const char* what);
 
 class key_reader {
  public:
-  /// Opens the key file `path` as `format`. automatic: "-" is text; a file starting
-  /// with the .npy magic is npy; extensions .u32 and .u64 are raw arrays of that width;
+  /// Opens the key file `path` as `format`. automatic: "-" is text; a regular file
+  /// starting with the .npy magic is npy (pipes and FIFOs are not sniffed: that
+  /// would consume their first bytes); extensions .u32 and .u64 are raw arrays of that width;
   /// .bin, .raw and .dat are refused (the key width is unknown: pass --keys-format);
   /// anything else is text. Throws io_error / format_error naming the file.
   static std::unique_ptr<key_reader> open(const std::string& path, key_format format);

@@ -1,6 +1,8 @@
 // Byte sinks for everything gbf writes: a growing vector, or a file written
-// under a temporary name and atomically renamed over its target (the native
-// filter format, Parquet export, the cost model cache).
+// as an unnamed (or, where the file system cannot, a named) temporary file and
+// atomically renamed over its target (the native filter format, Parquet export,
+// the cost model cache, the CLI's results files); and the lock by which the
+// gbf command's writers of one file exclude each other.
 #pragma once
 
 #include <cstddef>
@@ -29,12 +31,28 @@ class vector_sink final : public byte_sink {
   std::vector<std::uint8_t> bytes_;
 };
 
-// A file written under a temporary name beside `path` and renamed over it by
-// commit() once complete and fsync'ed; until then `path` is untouched, and a
-// sink destroyed without commit() removes its temporary file. The temporary
-// name is path + ".tmp.<pid>.<n>", created with O_EXCL so that concurrent
-// saves (other processes, other threads) never share one. Failures throw
-// io_error("save '<path>': <what>: <strerror>").
+/// `path` with the symbolic links of its last component followed, as open()
+/// would (a relative link target is taken from the link's directory), so that
+/// a save through a link replaces the file it points to, not the link. A
+/// dangling link gives the path it names. io_error (ELOOP) after 40 links.
+std::string resolve_links(const std::string& path);
+
+// A file written beside `path` (after resolve_links) and renamed over it by
+// commit() once complete and fsync'ed; until then the target is untouched.
+//
+// The data goes to an unnamed O_TMPFILE inode in the target's directory where
+// the file system has them (and /proc/self/fd can name it for linkat): a crash
+// or kill then leaves nothing behind. commit() links it as
+// NAME.tmp.<pid>.<n> and renames that over the target (linkat cannot replace
+// a file), so a name exists only for that instant. Elsewhere, or with the
+// environment variable GBF_TEMP_FILES=named, the data goes to that name from
+// the start, created with O_EXCL. NAME is the target's file name, or, when the
+// temporary name would exceed NAME_MAX (255 bytes), its first bytes, '~' and a
+// 16-digit hash of it. A sink destroyed without commit() removes its named
+// temporary file; the constructor removes the temporary files of earlier saves
+// of the same target whose process is dead and which no process holds open
+// under flock (the writer holds one on its temporary until commit).
+// Failures throw io_error("save '<path>': <what>: <strerror>").
 class atomic_file_sink final : public byte_sink {
  public:
   explicit atomic_file_sink(const std::string& path);
@@ -43,17 +61,61 @@ class atomic_file_sink final : public byte_sink {
   ~atomic_file_sink() override;
 
   void write(const std::uint8_t* data, std::size_t n) override;
-  /// Makes the data durable, then atomically replaces `path` with it.
+  /// Makes the data durable, then atomically replaces the target with it.
   void commit();
+  /// The file commit() replaces: `path` with its links followed.
+  const std::string& target() const { return target_; }
+  /// True when the data goes to an unnamed O_TMPFILE inode until commit().
+  bool unnamed() const { return unnamed_; }
 
  private:
   [[noreturn]] void fail(const std::string& what) const;
+  void open_named();
+  void link_unnamed();
   void sync_directory() const;
 
-  std::string path_;
-  std::string temp_path_;
+  std::string path_;       ///< As given, for messages.
+  std::string target_;     ///< path_ with links followed.
+  std::string temp_path_;  ///< The named temporary (named mode: from the start; unnamed: at commit).
   int fd_ = -1;
+  int cleanup_slot_ = -1;  ///< Registration with remove_unfinished_files(), -1 when none.
+  bool unnamed_ = false;
   bool committed_ = false;
 };
+
+// Mutual exclusion of the processes that write one file (the gbf command takes
+// it from before reading a filter until after its rename). An exclusive flock
+// on a lock file beside the target, "." + NAME + ".gbf-lock" (NAME as for the
+// temporary files): not on the target itself, because the target is replaced
+// by rename and a lock on the old inode would no longer guard the path; not on
+// the directory, which would serialise writers of unrelated files. The holder
+// removes the lock file before unlocking; a process that then obtains the lock
+// on the removed inode sees that the path names another inode and starts over,
+// so at most one process holds the lock of a path. The lock file holds the
+// holder's pid (for the message). A killed holder's lock is released by the
+// kernel and its empty lock file is reused and removed by the next writer.
+class write_lock {
+ public:
+  /// Locks `target` (links already followed). wait = false: throws io_error
+  /// (EWOULDBLOCK) "'<target>' is locked by another gbf process (pid N) ..."
+  /// when it is held; wait = true: blocks until it is free.
+  write_lock(const std::string& target, bool wait);
+  write_lock(const write_lock&) = delete;
+  write_lock& operator=(const write_lock&) = delete;
+  /// Removes the lock file, then unlocks.
+  ~write_lock();
+
+  const std::string& lock_path() const { return lock_path_; }
+
+ private:
+  std::string lock_path_;
+  int fd_ = -1;
+  int cleanup_slot_ = -1;
+};
+
+/// Removes this process's named temporary files of unfinished saves and its
+/// lock files. Async-signal-safe (unlink only): meant for a SIGINT/SIGTERM
+/// handler, which then lets the signal end the process.
+void remove_unfinished_files() noexcept;
 
 }  // namespace gbf::detail

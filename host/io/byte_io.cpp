@@ -10,13 +10,16 @@
 namespace gbf::detail {
 
 file_source::file_source(const std::string& path) : byte_source("'" + path + "'") {
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO would otherwise wait for a writer before the
+  // regular-file check could refuse it. Reads of a regular file never block.
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd_ < 0) fail_os("cannot open");
   struct stat st;
   if (::fstat(fd_, &st) != 0) fail_os("cannot stat");
   if (!S_ISREG(st.st_mode)) {
     ::close(fd_);
-    throw io_error(name() + ": not a regular file", S_ISDIR(st.st_mode) ? EISDIR : EINVAL);
+    throw io_error(name() + ": not a regular file" + (S_ISFIFO(st.st_mode) ? " (a FIFO)" : ""),
+                   S_ISDIR(st.st_mode) ? EISDIR : EINVAL);
   }
   size_ = static_cast<std::uint64_t>(st.st_size);
 }
