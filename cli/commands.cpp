@@ -18,7 +18,7 @@
 #include "cli/progress.hpp"
 #include "cli/text.hpp"
 #include "gbf/io.hpp"
-#include "host/atomic_file.hpp"
+#include "host/io/atomic_file.hpp"
 
 namespace gbf::cli {
 namespace {

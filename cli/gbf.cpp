@@ -22,7 +22,7 @@
 #include "cli/demo.hpp"
 #include "cli/join.hpp"
 #include "gbf/error.hpp"
-#include "host/atomic_file.hpp"
+#include "host/io/atomic_file.hpp"
 
 namespace {
 

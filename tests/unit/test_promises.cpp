@@ -231,7 +231,7 @@ TEST(Promises, MeasuredFprMatchesThePredictionForEveryLayout) {
   for (const wk s : layouts_to_test()) {
     for (const double fpp : fpps_to_test()) {
       gbf::filter f = gbf::filter::create(n, fpp, on_cpu(), shape_of(s));
-      const gbf::layout& l = f.get_layout();
+      const gbf::layout& l = f.layout();
       const auto keys = even_keys(n, 1000 * s.w + s.k);
       f.add(keys.data(), keys.size());
       ASSERT_EQ(f.count(keys.data(), keys.size()), n) << "false negatives";
@@ -383,7 +383,7 @@ TEST(Promises, AddNewCountsDistinctKeysMinusFalsePositives) {
     const std::uint64_t capacity = 50'000;
     const std::uint64_t distinct = 2 * capacity;
     gbf::filter f = gbf::filter::create(capacity, 0.01, on_cpu(), shape_of(s));
-    const gbf::layout& l = f.get_layout();
+    const gbf::layout& l = f.layout();
     const auto keys = random_keys<std::uint64_t>(distinct, 31 * s.w + s.k);
     std::vector<std::uint64_t> batch;
     std::mt19937_64 rng(s.k);
