@@ -135,6 +135,9 @@ std::uint64_t device_count(py_filter& self, nb::handle keys, nb::handle stream);
 nb::object device_select(py_filter& self, nb::handle keys, nb::handle stream);
 /// Waits for this filter's device work and drops the device arrays it kept alive.
 void device_synchronize(py_filter& self);
+/// Seconds of each of `calls` synchronous calls of op on device keys, timed in C++.
+std::vector<double> device_time_op(py_filter& self, nb::handle keys, const std::string& op,
+                                   std::size_t calls);
 
 // --- Timing (timing.cpp) ----------------------------------------------------------
 

@@ -29,6 +29,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/ndarray.h>
 
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -445,6 +446,29 @@ void device_synchronize(py_filter& self) {
   if (self.device_pending) pending(self).wait();
 }
 
+std::vector<double> device_time_op(py_filter& self, nb::handle keys_obj, const std::string& op,
+                                   std::size_t calls) {
+  require_gpu_filter(self);
+  device_array keys = read_device_keys(keys_obj, nb::none());
+  device_result found = result_for(keys, nb::none(), 1, "_time_device_op");
+  wait_for(keys.stream);
+  std::vector<double> seconds;
+  seconds.reserve(calls);
+  nb::gil_scoped_release release;
+  std::lock_guard<std::mutex> lock(self.mutex);
+  with_keys(keys, [&](auto* k) {
+    for (std::size_t i = 0; i < calls; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      if (op == "contains") self.f.contains(k, keys.count, static_cast<bool*>(found.data));
+      else if (op == "add") self.f.add(k, keys.count);
+      else (void)self.f.count(k, keys.count);
+      const auto stop = std::chrono::steady_clock::now();
+      seconds.push_back(std::chrono::duration<double>(stop - start).count());
+    }
+  });
+  return seconds;
+}
+
 #else  // Built without CUDA: every filter is a CPU filter, so require_gpu_filter throws.
 
 void device_add(py_filter& self, nb::handle, nb::handle) { require_gpu_filter(self); }
@@ -463,6 +487,10 @@ std::uint64_t device_count(py_filter& self, nb::handle, nb::handle) {
 nb::object device_select(py_filter& self, nb::handle, nb::handle) {
   require_gpu_filter(self);
   return nb::none();
+}
+std::vector<double> device_time_op(py_filter& self, nb::handle, const std::string&, std::size_t) {
+  require_gpu_filter(self);
+  return {};
 }
 void device_synchronize(py_filter& self) {
   nb::gil_scoped_release release;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "docstrings.hpp"
 #include "gbf/io.hpp"
 #include "gbf/sizing.hpp"
 
@@ -261,16 +262,22 @@ void init_module(nb::module_& m) {
     source.f.reset();
   });
 
+  // Docstrings live for the process (nanobind keeps the pointers).
+  static const std::string add_doc = std::string(docs::add) + docs::keys_note;
+  static const std::string add_new_doc = std::string(docs::add_new) + docs::keys_note;
+  static const std::string contains_doc = std::string(docs::contains) + docs::keys_note;
+  static const std::string count_doc = std::string(docs::count) + docs::keys_note;
+  static const std::string select_doc = std::string(docs::select) + docs::keys_note;
   cls.def("add", [](py_filter& self, nb::handle keys, nb::handle stream) {
         if (device_keys(keys)) return device_add(self, keys, stream);
         no_stream_for_host(stream);
         host_add(self, read_host_keys(keys));
-      }, "keys"_a, nb::kw_only(), "stream"_a = nb::none());
+      }, "keys"_a, nb::kw_only(), "stream"_a = nb::none(), add_doc.c_str());
   cls.def("add_new", [](py_filter& self, nb::handle keys, nb::handle out, nb::handle stream) {
         if (device_keys(keys)) return device_add_new(self, keys, out, stream);
         no_stream_for_host(stream);
         return host_add_new(self, read_host_keys(keys), out);
-      }, "keys"_a, nb::kw_only(), "out"_a = nb::none(), "stream"_a = nb::none());
+      }, "keys"_a, nb::kw_only(), "out"_a = nb::none(), "stream"_a = nb::none(), add_new_doc.c_str());
   cls.def("contains", [](py_filter& self, nb::handle keys, nb::handle out, const std::string& format,
                          nb::handle stream) {
         if (device_keys(keys)) {
@@ -279,24 +286,24 @@ void init_module(nb::module_& m) {
         }
         no_stream_for_host(stream);
         return host_contains(self, read_host_keys(keys), out, parse_answer_format(format));
-      }, "keys"_a, nb::kw_only(), "out"_a = nb::none(), "format"_a = "numpy", "stream"_a = nb::none());
+      }, "keys"_a, nb::kw_only(), "out"_a = nb::none(), "format"_a = "numpy", "stream"_a = nb::none(), contains_doc.c_str());
   cls.def("count", [](py_filter& self, nb::handle keys, nb::handle stream) {
         if (device_keys(keys)) return device_count(self, keys, stream);
         no_stream_for_host(stream);
         return host_count(self, read_host_keys(keys));
-      }, "keys"_a, nb::kw_only(), "stream"_a = nb::none());
+      }, "keys"_a, nb::kw_only(), "stream"_a = nb::none(), count_doc.c_str());
   cls.def("select", [](py_filter& self, nb::handle keys, nb::handle stream) {
         if (device_keys(keys)) return device_select(self, keys, stream);
         no_stream_for_host(stream);
         return host_select(self, read_host_keys(keys));
-      }, "keys"_a, nb::kw_only(), "stream"_a = nb::none());
+      }, "keys"_a, nb::kw_only(), "stream"_a = nb::none(), select_doc.c_str());
   cls.def("__contains__", [](py_filter& self, nb::handle key) {
         if (device_keys(key)) throw nb::type_error("`key in filter` takes one host key; use contains() for device arrays");
         const host_keys keys = read_host_keys(key);
         if (!keys.scalar || keys.count != 1)
           throw nb::type_error("`key in filter` takes one key (an int, str, bytes or NumPy scalar); use contains() for a batch");
         return nb::cast<bool>(host_contains(self, keys, nb::none(), answer_format::numpy));
-      }, "key"_a);
+      }, "key"_a, docs::contains_one);
 
   cls.def("merge", [](py_filter& self, py_filter& other) {
         nb::gil_scoped_release release;
@@ -307,7 +314,7 @@ void init_module(nb::module_& m) {
           std::scoped_lock lock(self.mutex, other.mutex);
           self.f.merge(other.f);
         }
-      }, "other"_a);
+      }, "other"_a, docs::merge);
   cls.def("intersect", [](py_filter& self, py_filter& other) {
         nb::gil_scoped_release release;
         if (&self == &other) {
@@ -317,13 +324,13 @@ void init_module(nb::module_& m) {
           std::scoped_lock lock(self.mutex, other.mutex);
           self.f.intersect(other.f);
         }
-      }, "other"_a);
+      }, "other"_a, docs::intersect);
   cls.def("clear", [](py_filter& self) {
     nb::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(self.mutex);
     self.f.clear();
-  });
-  cls.def("synchronize", [](py_filter& self) { device_synchronize(self); });
+  }, docs::clear);
+  cls.def("synchronize", [](py_filter& self) { device_synchronize(self); }, docs::synchronize);
 
   cls.def("_stats", [](py_filter& self) {
     filter_stats s;
@@ -338,12 +345,14 @@ void init_module(nb::module_& m) {
   cls.def("words", [](py_filter& self) {
     nb::object out = new_numpy_array(self.f.get_layout().num_words(), NPY_UINT32);
     auto* data = static_cast<std::uint32_t*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(out.ptr())));
-    nb::gil_scoped_release release;
-    std::lock_guard<std::mutex> lock(self.mutex);
-    const std::vector<std::uint32_t> words = self.f.words();
-    std::copy(words.begin(), words.end(), data);
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(self.mutex);
+      const std::vector<std::uint32_t> words = self.f.words();
+      std::copy(words.begin(), words.end(), data);
+    }
     return out;
-  });
+  }, docs::words);
   cls.def("_serialize", [](py_filter& self) {
     std::vector<std::uint8_t> bytes;
     {
@@ -404,7 +413,7 @@ void init_module(nb::module_& m) {
         if (keys == 0) throw nb::value_error("chunk_keys must be at least 1");
         // A multiple of 8 keeps each chunk's slice of a validity bitmap byte-aligned.
         self.chunk_keys = (keys + 7) / 8 * 8;
-      });
+      }, docs::chunk_keys);
 
   bind_timing(m);
 }

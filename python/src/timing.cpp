@@ -54,6 +54,9 @@ void bind_timing(nb::module_& m) {
   m.def("_time_op", &time_op, "filter"_a, "keys"_a, "op"_a, "calls"_a,
         "Seconds of each of `calls` calls of op ('contains', 'add', 'count') on the whole "
         "batch, made from C++ without Python in the loop (for the benchmark).");
+  m.def("_time_device_op", &device_time_op, "filter"_a, "keys"_a, "op"_a, "calls"_a,
+        "_time_op for device keys (CuPy, PyTorch, ...): the library's synchronous call on the "
+        "device pointers (GPU filters only).");
 }
 
 }  // namespace gbf::python
