@@ -154,22 +154,20 @@ class Filter(_core.FilterBase):
         layout: Union[None, str, Layout] = None,
         threads: int = 0,
     ) -> None:
-        if isinstance(layout, str) and layout != "parquet":
-            layout = Layout.parse(layout)
         target = 0.01 if fpp is None else float(fpp)
         if layout == "parquet":
             made = _core._parquet_compatible(_capacity(capacity, "layout='parquet'"), target, backend, threads)
-        elif layout is None or layout.num_blocks is None:
-            shape = layout or Layout()
-            made = _core._create(
-                _capacity(capacity, "sizing"), target, backend, shape.words_per_block, shape.bits_per_key,
-                shape.seed, threads)
-        elif isinstance(layout, Layout):
-            made = _core._from_layout(
-                layout.words_per_block, layout.bits_per_key, layout.seed, layout.num_blocks,
-                capacity or 0, 0.0 if fpp is None else target, backend, threads)
         else:
-            raise TypeError(f"layout must be None, 'parquet', 'W/K[/SEED]' or a gbf.Layout, not {type(layout).__name__}")
+            shape = Layout.parse(layout) if isinstance(layout, str) else layout or Layout()
+            if not isinstance(shape, Layout):
+                raise TypeError(f"layout must be None, 'parquet', 'W/K[/SEED]' or a gbf.Layout, "
+                                f"not {type(layout).__name__}")
+            if shape.num_blocks is None:
+                made = _core._create(_capacity(capacity, "sizing"), target, backend, shape.words_per_block,
+                                     shape.bits_per_key, shape.seed, threads)
+            else:
+                made = _core._from_layout(shape.words_per_block, shape.bits_per_key, shape.seed, shape.num_blocks,
+                                          capacity or 0, 0.0 if fpp is None else target, backend, threads)
         super().__init__(made)
 
     @classmethod

@@ -102,6 +102,7 @@ def test_add_to_cli_file_matches_cli_add(run_cli, tmp_path, rng):
     after_cli = gbf.load(tmp_path / "a.gbf")
     assert np.array_equal(f.words(), after_cli.words())
     assert f.stats().keys_added == after_cli.stats().keys_added == 16_000
+    assert f.contains(first).all() and f.contains(second).all()
     # A key the CLI found before the batch is never new; add_new's new keys were absent before.
     assert not (is_new & before).any()
     assert is_new[:1_000].sum() == 0
@@ -153,6 +154,7 @@ def test_parquet_sbbf_both_ways(run_cli, tmp_path, rng, header):
     f.add(keys)
     cli_filter = gbf.load(tmp_path / "cli.sbbf", "parquet-sbbf", header=header)
     assert np.array_equal(cli_filter.words(), f.words())
+    assert f.contains(keys).all()
     assert (tmp_path / "cli.sbbf").read_bytes() == f.to_bytes("parquet-sbbf", header=header)
 
     f.save(tmp_path / "py.sbbf", "parquet-sbbf", header=header)
@@ -174,6 +176,7 @@ def test_text_keys_match_cli_from_lists_and_arrow(run_cli, tmp_path):
         f = gbf.Filter(3_002, 0.01)
         f.add(keys)
         assert np.array_equal(f.words(), gbf.load(tmp_path / "cli.gbf").words())
+        assert f.contains(keys).all()
     for queries in (probe, pa.array(probe), pa.chunked_array([probe[:100], probe[100:]]),
                     np.array(probe, dtype=object)):
         assert np.array_equal(f.contains(queries), expected)

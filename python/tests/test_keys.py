@@ -45,6 +45,7 @@ def test_a_key_is_its_bytes(f):
 def test_strided_readonly_and_byteswapped_arrays_answer_like_a_contiguous_copy(f, rng, dtype):
     base = random_keys(rng, dtype, 40_000)
     f.add(base[::4])
+    assert f.contains(base[::4]).all()
     probe = base[::2]  # every other key: strided, half of them added
     assert not probe.flags.c_contiguous
     expected = f.contains(np.ascontiguousarray(probe))
@@ -213,6 +214,7 @@ def test_chunking_gives_the_answers_of_one_call(rng):
     repeated = np.concatenate([keys, keys[:500]])
     assert np.array_equal(whole.add_new(repeated), chunked.add_new(repeated))
     assert np.array_equal(whole.words(), chunked.words())
+    assert whole.contains(keys).all() and chunked.contains(keys).all()
     assert np.array_equal(whole.contains(probe), chunked.contains(probe))
     assert whole.count(probe) == chunked.count(probe)
     assert np.array_equal(whole.select(probe), chunked.select(probe))
