@@ -10,7 +10,9 @@ batches half present and half absent keys:
   C++ keys/s   the same call on the same arrays from C++ (gbf._core._time_op: no Python,
                no result allocation in the loop)
   py/C++       the ratio of the two throughputs
-  overhead     (median Python call - median C++ call) in microseconds
+  overhead     (Python call - C++ call) in microseconds
+Python and C++ calls alternate and each side's best call counts (other processes on a
+shared machine only ever slow a call down); at least 5 calls, more to fill --min-seconds.
 
 plus a per-call overhead row: one-key batches, Python versus C++. Every row checks that
 every present key is found (no false negatives) and that the C++ count agrees.
@@ -46,7 +48,7 @@ def _median_seconds(fn: Callable[[], object], calls: int) -> float:
 
 
 def _calls_for(seconds_per_call: float, min_seconds: float, most: int) -> int:
-    return int(min(most, max(3, math.ceil(min_seconds / max(seconds_per_call, 1e-9)))))
+    return int(min(most, max(5, math.ceil(min_seconds / max(seconds_per_call, 1e-9)))))
 
 
 def _cpu_name() -> str:
@@ -89,7 +91,7 @@ def _backends(names: List[str], gpu: bool, notes: List[str]) -> List[_Backend]:
     return chosen
 
 
-def _time_cpp(f: Filter, keys, op: Literal["contains", "add", "count"], calls: int, device: bool) -> float:
+def _time_cpp(f: Filter, keys, op: Literal["contains", "add"], calls: int, device: bool) -> float:
     timer = _core._time_device_op if device else _core._time_op
     return statistics.median(timer(f, keys, op, calls))
 
@@ -137,9 +139,18 @@ def run(batches: List[int], filter_mib: List[float], backend_names: List[str], o
                                 f.synchronize()
 
                     first = _median_seconds(py_call, 1)
-                    calls = _calls_for(first, min_seconds, 100_000)
-                    py = _median_seconds(py_call, calls)
-                    cpp = _time_cpp(f, probe, "add" if op == "add" else "contains", calls, b.device_keys)
+                    calls = _calls_for(first, min_seconds, 20_000)
+                    cpp_op: Literal["contains", "add"] = "add" if op == "add" else "contains"
+                    # Python and C++ calls alternate, so that a change in the machine's load
+                    # (other processes) falls on both alike; the best call of each, since
+                    # other processes only ever slow a call down.
+                    py_times, cpp_times = [], []
+                    for _ in range(calls):
+                        start = time.perf_counter()
+                        py_call()
+                        py_times.append(time.perf_counter() - start)
+                        cpp_times.append(_time_cpp(f, probe, cpp_op, 1, b.device_keys))
+                    py, cpp = min(py_times), min(cpp_times)
                     # Verification: no present key is missed; Python and C++ agree on the count.
                     found = f.contains(keys)
                     ok = bool(found[:half].all()) and f.count(keys) == int(found.sum())
@@ -186,9 +197,13 @@ def _overhead_row(b: _Backend, rng) -> dict:
                 fn()
             samples.append((time.perf_counter() - start) / inner)
         return statistics.median(samples)
-    python_s = per_call(lambda: f.contains(one))
-    in_s = per_call(lambda: key in f)
-    cpp_s = statistics.median(_core._time_op(f, one, "contains", calls))
+    # Two rounds of each, alternating, and the better median of each (load from other
+    # processes only ever slows a round down).
+    python_s = in_s = cpp_s = float("inf")
+    for _ in range(2):
+        python_s = min(python_s, per_call(lambda: f.contains(one)))
+        in_s = min(in_s, per_call(lambda: key in f))
+        cpp_s = min(cpp_s, statistics.median(_core._time_op(f, one, "contains", calls)))
     return {"backend": b.name, "op": "overhead", "batch": 1, "python_ns": python_s * 1e9, "in_ns": in_s * 1e9,
             "cpp_ns": cpp_s * 1e9, "overhead_ns": (python_s - cpp_s) * 1e9}
 

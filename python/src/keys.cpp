@@ -61,6 +61,10 @@ void read_numpy(nb::handle obj, host_keys& keys) {
                               .c_str());
   }
   keys.scalar = keys.scalar || ndim == 0;
+  // A subclass may carry more than its data: a masked array's masked slots are not keys.
+  if (Py_TYPE(obj.ptr()) != &PyArray_Type && PyObject_HasAttrString(obj.ptr(), "mask") == 1)
+    throw nb::type_error("keys must not be a masked array: pass keys.compressed() (only the "
+                         "unmasked keys), or an Arrow array with nulls");
   const char kind = PyArray_DESCR(array)->kind;
   const auto itemsize = static_cast<std::size_t>(PyArray_ITEMSIZE(array));
   if (kind == 'O' || kind == 'U' || kind == 'S' || kind == 'T') {

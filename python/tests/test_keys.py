@@ -130,6 +130,7 @@ def test_scalars_and_lists(f):
     (-(2**63) - 1, ValueError),
     (pa.array([1.0, 2.0]), TypeError),
     (pa.array([1, 2], type=pa.int16()), TypeError),
+    (np.ma.masked_array(np.arange(3), mask=[0, 1, 0]), TypeError),
 ])
 def test_bad_keys_are_refused_with_a_reason(f, bad, error):
     with pytest.raises(error) as info:
