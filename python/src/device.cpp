@@ -194,7 +194,16 @@ device_array from_dlpack(nb::handle obj, std::optional<stream_t> requested, cons
   device_array a;
   a.device = nb::cast<int>(where[1]);
   a.stream = requested ? *requested : nullptr;
-  nb::object capsule = obj.attr("__dlpack__")(nb::arg("stream") = stream_to_protocol(a.stream));
+  nb::object capsule;
+  try {
+    capsule = obj.attr("__dlpack__")(nb::arg("stream") = stream_to_protocol(a.stream));
+  } catch (nb::python_error& e) {
+    // A producer older than the stream argument (DLPack before the array API's 2021
+    // revision): take the tensor as it is and wait for the device instead.
+    if (!e.matches(PyExc_TypeError)) throw;
+    capsule = obj.attr("__dlpack__")();
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  }
   auto owner = std::make_unique<dlpack_owner>();
   const dlpack::tensor* t = nullptr;
   if (PyCapsule_IsValid(capsule.ptr(), "dltensor_versioned")) {
