@@ -9,7 +9,6 @@
 #include <nanobind/stl/tuple.h>
 
 #include <algorithm>
-#include <cerrno>
 
 #include "docstrings.hpp"
 #include "gbf/io.hpp"
