@@ -18,4 +18,23 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-python3 -c 'import duckdb' 2>/dev/null || python3 -m pip install --quiet duckdb  # tests/join/check_duckdb.sh
+# Python packages: duckdb for tests/join/check_duckdb.sh; the gbf Python package's build
+# (nanobind, scikit-build-core, numpy) and test (pyarrow, pytest) requirements, so that
+# scripts/test.sh can `pip install ./python` without build isolation (no second download).
+python_packages=(duckdb:duckdb nanobind:nanobind scikit_build_core:scikit-build-core numpy:numpy
+                 pyarrow:pyarrow pytest:pytest)
+missing_python=()
+for entry in "${python_packages[@]}"; do
+  python3 -c "import ${entry%%:*}" 2>/dev/null || missing_python+=("${entry#*:}")
+done
+if ((${#missing_python[@]})); then
+  echo "setup: pip installing ${missing_python[*]}" >&2
+  python3 -m pip install --quiet --root-user-action=ignore "${missing_python[@]}"
+fi
+# The extension compiles against Python's headers (Debian's system Python keeps them in python3-dev).
+if ! python3 -c 'import os, sysconfig; assert os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))' 2>/dev/null; then
+  echo "setup: installing python3-dev (Python.h)" >&2
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq python3-dev >/dev/null
+fi

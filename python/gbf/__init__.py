@@ -1,0 +1,28 @@
+"""gbf: a blocked Bloom filter on the GPU or the CPU, the same bits on both.
+
+    import gbf, numpy as np
+    f = gbf.Filter(capacity=10_000_000, fpp=0.01)    # GPU if present, else CPU
+    f.add(np.arange(1_000_000, dtype=np.uint64))      # NumPy, Arrow, CuPy, PyTorch, lists
+    hits = f.contains(queries)                        # NumPy bool array (device array for device keys)
+    rows = f.select(probe_keys)                       # row numbers that may match (join prefilter)
+    f.save("users.gbf"); g = gbf.load("users.gbf")
+
+See docs/python.md in the repository for keys, zero-copy rules, streams, errors and
+measured speed.
+"""
+
+from ._errors import (AllocationError, CudaError, Error, FormatError, InvalidArgument, LayoutMismatch, NoGPU,
+                      WrongBackend)
+from . import _core
+from ._filter import Filter, FilterStats, Layout, classic_bits_per_key, gpu_status, load, size_for
+
+__version__ = "0.1.0"
+
+#: Whether this build has the CUDA backend (a GPU is still needed to use it: gpu_status()).
+has_cuda_build: bool = _core.has_cuda_build
+
+__all__ = [
+    "Filter", "FilterStats", "Layout", "load", "size_for", "classic_bits_per_key", "gpu_status",
+    "has_cuda_build", "Error", "InvalidArgument", "LayoutMismatch", "FormatError", "NoGPU", "WrongBackend",
+    "CudaError", "AllocationError",
+]

@@ -1,0 +1,47 @@
+"""gbf's exceptions: one per kind of failure the C++ library reports (gbf/error.hpp).
+
+Each carries the library's message, which names the problem (the argument, the two
+layouts, the file and what is wrong with it, the CUDA call). Every class derives from
+gbf.Error and from the built-in exception a Python caller would expect to catch.
+An operating-system refusal (gbf::io_error) arrives as a plain OSError whose errno
+picks the subclass (FileNotFoundError, PermissionError, ...).
+"""
+
+
+class Error(Exception):
+    """Base of every gbf error."""
+
+
+class InvalidArgument(Error, ValueError):
+    """An argument is out of range or inconsistent (capacity 0, fpp outside (0, 1), a bad
+    layout, string offsets that decrease, device keys given to a CPU filter, ...)."""
+
+
+class LayoutMismatch(Error, ValueError):
+    """Two filters whose layouts differ were combined (merge, intersect, |=, &=)."""
+
+
+class FormatError(Error, ValueError):
+    """Bytes or a file are not a valid gbf or Parquet filter: wrong magic, unsupported
+    version, truncated, checksum mismatch, impossible layout, malformed header."""
+
+
+class NoGPU(Error, RuntimeError):
+    """backend='gpu' was asked for, but there is no usable GPU or CUDA driver (or this gbf
+    was built without CUDA)."""
+
+
+class WrongBackend(Error, RuntimeError):
+    """The operation needs a backend this filter does not use."""
+
+
+class CudaError(Error, RuntimeError):
+    """A CUDA runtime call failed; `code` is the cudaError_t value."""
+
+    code: int = 0
+
+
+class AllocationError(Error, MemoryError):
+    """A filter or staging buffer could not be allocated; `bytes` is the request."""
+
+    bytes: int = 0

@@ -1,0 +1,146 @@
+// What the binding's files share: the Python-side filter object, host key
+// batches, and the NumPy C API (one import per extension, see numpy_api.hpp).
+//
+// Files:
+//   module.cpp    the module: class FilterBase, factories, functions, error mapping
+//   keys.cpp      host keys from NumPy, buffers, Arrow, Python scalars and lists
+//   host_ops.cpp  host batches in chunks: GIL released, Ctrl-C between chunks
+//   device.cpp    device keys (__cuda_array_interface__, DLPack) on the _async path
+//   timing.cpp    the same calls timed from C++, for `python -m gbf bench`
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gbf/filter.hpp"
+#include "numpy_api.hpp"
+
+namespace gbf::python {
+
+namespace nb = nanobind;
+
+/// Host keys run through the library in chunks of this many keys; between chunks the
+/// binding takes the GIL back and checks for Ctrl-C (PyErr_CheckSignals). 4 Mi keys is
+/// 10-40 ms of CPU work on a 2-core machine, and a tiny overhead next to it.
+inline constexpr std::size_t default_cpu_chunk_keys = std::size_t{1} << 22;
+/// For a GPU filter the chunk is 32 Mi keys: the library's host pipeline overlaps copies
+/// and kernels over 4 Mi-key staging chunks on 3 streams, so each call feeds it 8 of them.
+inline constexpr std::size_t default_gpu_chunk_keys = std::size_t{1} << 25;
+
+/// A gbf::filter as Python holds it, with what the C++ filter does not record.
+struct py_filter {
+  gbf::filter f;
+  /// One batch at a time: calls run with the GIL released, and a gbf::filter is not
+  /// thread-safe. Taken after the GIL is released, so that waiting never holds the GIL.
+  std::mutex mutex;
+  double fpp = 0;                         ///< Target fpp (0 = unknown), written by save().
+  backend requested = backend::automatic; ///< The backend asked for (pickling keeps it).
+  unsigned threads = 0;                   ///< CPU threads asked for (0 = all).
+  std::size_t chunk_keys = default_cpu_chunk_keys;  ///< See default_cpu_chunk_keys.
+  /// Device key arrays whose _async work may still be running (device.cpp keeps them
+  /// alive until an event recorded after the work has completed).
+  std::shared_ptr<void> device_pending;
+
+  py_filter(gbf::filter&& filter, double target_fpp, backend asked, unsigned cpu_threads);
+};
+
+/// A filter made by a factory (create, load, copy, ...) before it becomes a Python
+/// object: FilterBase.__init__ takes one, so that Python subclasses get every factory.
+struct new_filter {
+  std::optional<gbf::filter> f;
+  double fpp = 0;
+  backend requested = backend::automatic;
+  unsigned threads = 0;
+};
+
+/// "cpu", "gpu", "auto" -> backend; anything else throws ValueError naming the choices.
+backend parse_backend(const std::string& name);
+/// The options the binding passes to the library for `where` and `threads`.
+options make_options(backend where, unsigned threads);
+
+// --- Host keys (keys.cpp) ---------------------------------------------------------
+
+/// One contiguous run of host keys in a form the C++ API takes.
+struct key_piece {
+  detail::key_kind kind = detail::key_kind::u64;
+  const void* data = nullptr;  ///< Integers: `count` keys. Strings: the key bytes.
+  std::size_t data_bytes = 0;  ///< Strings: bytes at data.
+  const void* offsets = nullptr;  ///< Strings: count + 1 offsets (int32 or int64 by kind).
+  std::size_t count = 0;
+  /// Arrow validity bitmap, bit i = key i (LSB first; 0 = null); null when all valid.
+  /// Always byte-aligned here: keys.cpp shifts a sliced array's bitmap when needed.
+  const std::uint8_t* validity = nullptr;
+
+  bool is_string() const noexcept {
+    return kind == detail::key_kind::str32 || kind == detail::key_kind::str64;
+  }
+};
+
+/// Host keys read from a Python object: pieces in order (an Arrow chunked array has
+/// several) and whatever keeps their memory alive while the batch runs.
+struct host_keys {
+  std::vector<key_piece> pieces;
+  std::size_t count = 0;  ///< Keys in all pieces.
+  bool scalar = false;    ///< One key given as a Python scalar: answers come back as scalars.
+  std::vector<nb::object> owners;                        ///< Arrays whose memory we read.
+  std::vector<std::shared_ptr<void>> storage;            ///< Copies and Arrow releases.
+
+  void add_piece(const key_piece& p) {
+    pieces.push_back(p);
+    count += p.count;
+  }
+  /// A buffer of `bytes` owned by this batch.
+  std::uint8_t* allocate(std::size_t bytes);
+};
+
+/// Reads host keys (no copy where the memory allows it; see docs/python.md) from a NumPy
+/// array, anything NumPy reads without copying (buffer protocol, __array_interface__), an
+/// Arrow array or stream (__arrow_c_array__ / __arrow_c_stream__), a CPU DLPack tensor, a
+/// Python int / str / bytes (one key) or a list of them. Throws TypeError (not keys) or
+/// ValueError (keys of a shape or width gbf cannot hash).
+host_keys read_host_keys(nb::handle obj);
+
+/// A new 1-D NumPy array of `n` items of `type` (NPY_BOOL, NPY_INT64, ...), uninitialised.
+nb::object new_numpy_array(std::size_t n, int type);
+
+// --- Host operations in chunks (host_ops.cpp) ------------------------------------
+
+/// How contains answers: a NumPy bool array, an Arrow BooleanArray, or an LSB-first bitmap.
+enum class answer_format { numpy, arrow, bitmap };
+answer_format parse_answer_format(const std::string& name);
+
+void host_add(py_filter& self, const host_keys& keys);
+nb::object host_add_new(py_filter& self, const host_keys& keys, nb::handle out);
+nb::object host_contains(py_filter& self, const host_keys& keys, nb::handle out,
+                         answer_format format);
+std::uint64_t host_count(py_filter& self, const host_keys& keys);
+nb::object host_select(py_filter& self, const host_keys& keys);
+
+// --- Device keys (device.cpp) -----------------------------------------------------
+
+/// True when `obj` exposes __cuda_array_interface__, or __dlpack__ with a CUDA device.
+bool is_device_array(nb::handle obj);
+
+void device_add(py_filter& self, nb::handle keys, nb::handle stream);
+nb::object device_add_new(py_filter& self, nb::handle keys, nb::handle out, nb::handle stream);
+nb::object device_contains(py_filter& self, nb::handle keys, nb::handle out, nb::handle stream);
+std::uint64_t device_count(py_filter& self, nb::handle keys, nb::handle stream);
+nb::object device_select(py_filter& self, nb::handle keys, nb::handle stream);
+/// Waits for this filter's device work and drops the device arrays it kept alive.
+void device_synchronize(py_filter& self);
+/// Seconds of each of `calls` synchronous calls of op on device keys, timed in C++.
+std::vector<double> device_time_op(py_filter& self, nb::handle keys, const std::string& op,
+                                   std::size_t calls);
+
+// --- Timing (timing.cpp) ----------------------------------------------------------
+
+void bind_timing(nb::module_& m);
+
+}  // namespace gbf::python

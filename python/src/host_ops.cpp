@@ -1,0 +1,296 @@
+// Host batches through the library, in chunks of py_filter::chunk_keys keys.
+//
+// Each chunk runs with the GIL released and the filter's lock held; between chunks
+// the binding takes the GIL back and calls PyErr_CheckSignals(), so Ctrl-C during a
+// long batch raises KeyboardInterrupt at the next chunk boundary. The filter is then
+// whole: every chunk ran completely or not at all (an interrupted add has added the
+// keys of the chunks before the interruption, and stats().keys_added says how many).
+//
+// Chunking keeps every answer the same as one call: add_new answers in batch order
+// across chunks too, select's row numbers are shifted by the chunk's first row.
+#include <nanobind/nanobind.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+#include "binding.hpp"
+
+namespace gbf::python {
+namespace {
+
+using detail::key_kind;
+
+/// Integer keys of one chunk; `validity` as in key_piece (integer Arrow arrays with nulls).
+template <class T>
+struct int_keys {
+  const T* data;
+  std::size_t count;
+  const std::uint8_t* validity;
+};
+
+bool valid_at(const std::uint8_t* validity, std::size_t i) {
+  return validity == nullptr || ((validity[i / 8] >> (i % 8)) & 1u) != 0;
+}
+
+key_piece slice(const key_piece& p, std::size_t begin, std::size_t end) {
+  key_piece s = p;
+  s.count = end - begin;
+  if (p.is_string()) {
+    const std::size_t width = p.kind == key_kind::str32 ? 4 : 8;
+    s.offsets = static_cast<const std::uint8_t*>(p.offsets) + begin * width;
+  } else {
+    const std::size_t width = p.kind == key_kind::u32 ? 4 : 8;
+    s.data = static_cast<const std::uint8_t*>(p.data) + begin * width;
+  }
+  // begin is a multiple of 8 (chunk_keys is), so the bitmap slice stays byte-aligned.
+  if (p.validity != nullptr) s.validity = p.validity + begin / 8;
+  return s;
+}
+
+// Calls fn with the chunk as int_keys<uint32_t / uint64_t> or string_keys<int32_t / int64_t>.
+// Signed integers travel as unsigned ones: a key hashes its bytes, not its value.
+template <class Fn>
+decltype(auto) visit(const key_piece& p, Fn&& fn) {
+  switch (p.kind) {
+    case key_kind::u32:
+      return fn(int_keys<std::uint32_t>{static_cast<const std::uint32_t*>(p.data), p.count,
+                                        p.validity});
+    case key_kind::u64:
+      return fn(int_keys<std::uint64_t>{static_cast<const std::uint64_t*>(p.data), p.count,
+                                        p.validity});
+    case key_kind::str32:
+      return fn(string_keys<std::int32_t>{p.data, p.data_bytes,
+                                          static_cast<const std::int32_t*>(p.offsets), p.count,
+                                          p.validity});
+    case key_kind::str64:
+      break;
+  }
+  return fn(string_keys<std::int64_t>{p.data, p.data_bytes,
+                                      static_cast<const std::int64_t*>(p.offsets), p.count,
+                                      p.validity});
+}
+
+// The non-null keys of an integer chunk with nulls (the library's integer add, add_new
+// and count take no bitmap; its null rule is that a null key is never added or found).
+template <class T>
+std::vector<T> non_null(const int_keys<T>& k) {
+  std::vector<T> kept;
+  kept.reserve(k.count);
+  for (std::size_t i = 0; i < k.count; ++i)
+    if (valid_at(k.validity, i)) kept.push_back(k.data[i]);
+  return kept;
+}
+
+// Runs body(chunk, first_row) over every chunk of every piece, GIL released, lock held,
+// checking for signals between chunks.
+template <class Body>
+void run_chunks(py_filter& self, const host_keys& keys, Body&& body) {
+  const std::size_t chunk = self.chunk_keys;
+  std::size_t first_row = 0;
+  std::size_t done = 0;
+  for (const key_piece& piece : keys.pieces) {
+    for (std::size_t begin = 0; begin < piece.count; begin += chunk) {
+      const std::size_t end = std::min(piece.count, begin + chunk);
+      const key_piece part = slice(piece, begin, end);
+      {
+        nb::gil_scoped_release release;
+        std::lock_guard<std::mutex> lock(self.mutex);
+        body(part, first_row + begin);
+      }
+      done += end - begin;
+      if (done < keys.count && PyErr_CheckSignals() != 0) throw nb::python_error();
+    }
+    first_row += piece.count;
+  }
+}
+
+// A result array of n items of `type` (1 byte each): `out` when given (checked), else new.
+nb::object result_array(nb::handle out, std::size_t n, const char* what) {
+  if (out.is_none()) return new_numpy_array(n, NPY_BOOL);
+  if (!PyArray_Check(out.ptr()))
+    throw nb::type_error((std::string(what) + ": out must be a NumPy bool or uint8 array").c_str());
+  auto* array = reinterpret_cast<PyArrayObject*>(out.ptr());
+  const char kind = PyArray_DESCR(array)->kind;
+  const bool one_byte = (kind == 'b' || kind == 'u' || kind == 'i') && PyArray_ITEMSIZE(array) == 1;
+  if (!one_byte || PyArray_NDIM(array) != 1 || !PyArray_IS_C_CONTIGUOUS(array) ||
+      !PyArray_ISWRITEABLE(array))
+    throw nb::value_error((std::string(what) +
+                           ": out must be a writable, C-contiguous 1-D array of bool or uint8")
+                              .c_str());
+  if (static_cast<std::size_t>(PyArray_SIZE(array)) != n)
+    throw nb::value_error((std::string(what) + ": out has " +
+                           std::to_string(PyArray_SIZE(array)) + " items for " +
+                           std::to_string(n) + " keys")
+                              .c_str());
+  return nb::borrow(out);
+}
+
+bool* bool_data(nb::handle array) {
+  return static_cast<bool*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(array.ptr())));
+}
+
+// The answers packed LSB-first, 8 per byte (an Arrow bitmap; the last byte zero-padded).
+nb::object pack_bitmap(const bool* answers, std::size_t n) {
+  nb::object bitmap = new_numpy_array((n + 7) / 8, NPY_UINT8);
+  auto* bits = static_cast<std::uint8_t*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(bitmap.ptr())));
+  {
+    nb::gil_scoped_release release;
+    for (std::size_t byte = 0; byte < n / 8; ++byte) {
+      const bool* a = answers + byte * 8;
+      bits[byte] = static_cast<std::uint8_t>(a[0] | a[1] << 1 | a[2] << 2 | a[3] << 3 |
+                                             a[4] << 4 | a[5] << 5 | a[6] << 6 | a[7] << 7);
+    }
+    if (n % 8 != 0) {
+      std::uint8_t last = 0;
+      for (std::size_t i = n / 8 * 8; i < n; ++i) last |= static_cast<std::uint8_t>(answers[i] << (i % 8));
+      bits[n / 8] = last;
+    }
+  }
+  return bitmap;
+}
+
+}  // namespace
+
+answer_format parse_answer_format(const std::string& name) {
+  if (name == "numpy") return answer_format::numpy;
+  if (name == "arrow") return answer_format::arrow;
+  if (name == "bitmap") return answer_format::bitmap;
+  throw nb::value_error(("format must be 'numpy', 'arrow' or 'bitmap', got '" + name + "'").c_str());
+}
+
+void host_add(py_filter& self, const host_keys& keys) {
+  filter& f = self.f;
+  run_chunks(self, keys, [&](const key_piece& part, std::size_t) {
+    visit(part, [&](const auto& k) {
+      using K = std::decay_t<decltype(k)>;
+      if constexpr (std::is_same_v<K, int_keys<std::uint32_t>> ||
+                    std::is_same_v<K, int_keys<std::uint64_t>>) {
+        if (k.validity == nullptr) {
+          f.add(k.data, k.count);
+        } else {
+          const auto kept = non_null(k);
+          f.add(kept.data(), kept.size());
+        }
+      } else {
+        f.add(k);
+      }
+    });
+  });
+}
+
+nb::object host_add_new(py_filter& self, const host_keys& keys, nb::handle out) {
+  if (keys.scalar && !out.is_none())
+    throw nb::value_error("add_new: out is for batches, not for one key");
+  nb::object answers = result_array(out, keys.count, "add_new");
+  bool* is_new = bool_data(answers);
+  filter& f = self.f;
+  run_chunks(self, keys, [&](const key_piece& part, std::size_t first_row) {
+    bool* chunk_new = is_new + first_row;
+    visit(part, [&](const auto& k) {
+      using K = std::decay_t<decltype(k)>;
+      if constexpr (std::is_same_v<K, int_keys<std::uint32_t>> ||
+                    std::is_same_v<K, int_keys<std::uint64_t>>) {
+        if (k.validity == nullptr) {
+          f.add_new(k.data, k.count, chunk_new);
+        } else {
+          const auto kept = non_null(k);
+          std::unique_ptr<bool[]> kept_new(new bool[kept.size() + 1]);
+          f.add_new(kept.data(), kept.size(), kept_new.get());
+          for (std::size_t i = 0, j = 0; i < k.count; ++i)
+            chunk_new[i] = valid_at(k.validity, i) ? kept_new[j++] : false;
+        }
+      } else {
+        f.add_new(k, chunk_new);
+      }
+    });
+  });
+  if (keys.scalar) return nb::bool_(is_new[0]);
+  return answers;
+}
+
+nb::object host_contains(py_filter& self, const host_keys& keys, nb::handle out,
+                         answer_format format) {
+  if (keys.scalar && (!out.is_none() || format != answer_format::numpy))
+    throw nb::value_error("contains: out and format are for batches, not for one key");
+  if (!out.is_none() && format != answer_format::numpy)
+    throw nb::value_error("contains: out is for format='numpy'");
+  nb::object answers = result_array(out, keys.count, "contains");
+  bool* found = bool_data(answers);
+  const filter& f = self.f;
+  run_chunks(self, keys, [&](const key_piece& part, std::size_t first_row) {
+    bool* chunk_found = found + first_row;
+    visit(part, [&](const auto& k) {
+      using K = std::decay_t<decltype(k)>;
+      if constexpr (std::is_same_v<K, int_keys<std::uint32_t>> ||
+                    std::is_same_v<K, int_keys<std::uint64_t>>) {
+        f.contains(k.data, k.count, chunk_found);
+        if (k.validity != nullptr)  // a null key is never found
+          for (std::size_t i = 0; i < k.count; ++i) chunk_found[i] = chunk_found[i] && valid_at(k.validity, i);
+      } else {
+        f.contains(k, chunk_found);
+      }
+    });
+  });
+  if (keys.scalar) return nb::bool_(found[0]);
+  if (format == answer_format::numpy) return answers;
+  nb::object bitmap = pack_bitmap(found, keys.count);
+  if (format == answer_format::bitmap) return bitmap;
+  return nb::module_::import_("gbf._arrow").attr("boolean_array")(bitmap, keys.count);
+}
+
+std::uint64_t host_count(py_filter& self, const host_keys& keys) {
+  std::uint64_t total = 0;
+  const filter& f = self.f;
+  run_chunks(self, keys, [&](const key_piece& part, std::size_t) {
+    total += visit(part, [&](const auto& k) -> std::uint64_t {
+      using K = std::decay_t<decltype(k)>;
+      if constexpr (std::is_same_v<K, int_keys<std::uint32_t>> ||
+                    std::is_same_v<K, int_keys<std::uint64_t>>) {
+        if (k.validity == nullptr) return f.count(k.data, k.count);
+        const auto kept = non_null(k);
+        return f.count(kept.data(), kept.size());
+      } else {
+        return f.count(k);
+      }
+    });
+  });
+  return total;
+}
+
+nb::object host_select(py_filter& self, const host_keys& keys) {
+  nb::object rows = new_numpy_array(keys.count, NPY_INT64);
+  // Row numbers are < 2^63, so the library's uint64 rows are the same bits as int64.
+  auto* row_data = static_cast<std::uint64_t*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(rows.ptr())));
+  std::size_t written = 0;
+  const filter& f = self.f;
+  run_chunks(self, keys, [&](const key_piece& part, std::size_t first_row) {
+    std::uint64_t* chunk_rows = row_data + written;
+    const std::uint64_t kept = visit(part, [&](const auto& k) -> std::uint64_t {
+      using K = std::decay_t<decltype(k)>;
+      if constexpr (std::is_same_v<K, int_keys<std::uint32_t>> ||
+                    std::is_same_v<K, int_keys<std::uint64_t>>) {
+        return k.validity == nullptr ? f.select(k.data, k.count, chunk_rows)
+                                     : f.select(k.data, k.count, k.validity, chunk_rows);
+      } else {
+        return f.select(k, chunk_rows);
+      }
+    });
+    if (first_row != 0)
+      for (std::uint64_t i = 0; i < kept; ++i) chunk_rows[i] += first_row;
+    written += kept;
+  });
+  if (written == keys.count) return rows;
+  // A tight copy when most rows were dropped (the usual join prefilter), else a view.
+  nb::object tight = written < keys.count / 2 ? new_numpy_array(written, NPY_INT64) : nb::object();
+  if (tight.is_valid()) {
+    std::memcpy(PyArray_DATA(reinterpret_cast<PyArrayObject*>(tight.ptr())), row_data,
+                written * sizeof(std::uint64_t));
+    return tight;
+  }
+  return nb::steal(PySequence_GetSlice(rows.ptr(), 0, static_cast<Py_ssize_t>(written)));
+}
+
+}  // namespace gbf::python

@@ -1,0 +1,424 @@
+// Host keys from Python objects, without copying where the memory allows it.
+//
+//   NumPy int32/uint32/int64/uint64, 1-D, C-contiguous, native byte order: read in place
+//     (read-only arrays too). Strided, misaligned or byte-swapped arrays are copied
+//     into a native contiguous array first (values kept: a big-endian 5 is the key 5).
+//   Anything NumPy reads without copying (buffer protocol, __array_interface__, a
+//     CPU DLPack tensor): through NumPy, then as above.
+//   Arrow arrays (__arrow_c_array__) and streams / chunked arrays (__arrow_c_stream__):
+//     string / large_string / binary / large_binary map onto gbf::string_keys (offsets,
+//     data and validity in place; a slice's offset honoured), int32/uint32/int64/uint64
+//     onto integer keys. A validity bitmap that starts mid-byte (a slice) is shifted into
+//     a copy of n/8 bytes, since the library reads bit i of key i from the bitmap's start.
+//   Python int (a 64-bit key: int64 when negative, else uint64, the same 8 bytes), str
+//     (its UTF-8 bytes), bytes: one key. Lists, tuples and object arrays of str / bytes /
+//     None are packed into one string batch (a copy; None is null); lists of ints go
+//     through NumPy (int64).
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "arrow_c.hpp"
+#include "binding.hpp"
+#include "dlpack.hpp"
+
+namespace gbf::python {
+namespace {
+
+using detail::key_kind;
+
+std::string python_type_name(nb::handle obj) {
+  return nb::cast<std::string>(nb::str(nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(obj.ptr())))
+                                           .attr("__name__")));
+}
+
+[[noreturn]] void throw_not_keys(nb::handle obj, const std::string& why) {
+  throw nb::type_error(("cannot read keys from a " + python_type_name(obj) + ": " + why).c_str());
+}
+
+// --- NumPy -----------------------------------------------------------------------
+
+std::string dtype_name(PyArrayObject* array) {
+  nb::object name = nb::steal(PyObject_Str(reinterpret_cast<PyObject*>(PyArray_DESCR(array))));
+  return name.is_valid() ? nb::cast<std::string>(name) : std::string("?");
+}
+
+void read_strings(nb::handle sequence, host_keys& keys);
+
+// Integer keys of a 1-D (or 0-d) NumPy array; strings for object / str / bytes dtypes.
+void read_numpy(nb::handle obj, host_keys& keys) {
+  auto* array = reinterpret_cast<PyArrayObject*>(obj.ptr());
+  const int ndim = PyArray_NDIM(array);
+  if (ndim > 1) {
+    std::string shape;
+    for (int d = 0; d < ndim; ++d)
+      shape += (d ? ", " : "") + std::to_string(PyArray_DIM(array, d));
+    throw nb::value_error(("keys must be a 1-D array, got shape (" + shape +
+                           "); flatten it (keys.ravel()) if every element is a key")
+                              .c_str());
+  }
+  keys.scalar = keys.scalar || ndim == 0;
+  // A subclass may carry more than its data: a masked array's masked slots are not keys.
+  if (Py_TYPE(obj.ptr()) != &PyArray_Type && PyObject_HasAttrString(obj.ptr(), "mask") == 1)
+    throw nb::type_error("keys must not be a masked array: pass keys.compressed() (only the "
+                         "unmasked keys), or an Arrow array with nulls");
+  const char kind = PyArray_DESCR(array)->kind;
+  const auto itemsize = static_cast<std::size_t>(PyArray_ITEMSIZE(array));
+  if (kind == 'O' || kind == 'U' || kind == 'S' || kind == 'T') {
+    // Python objects (or NumPy's fixed-width text) per key: this path copies.
+    nb::object list = nb::steal(PyArray_ToList(array));
+    if (!list.is_valid()) throw nb::python_error();
+    if (ndim == 0) {
+      nb::list one;
+      one.append(list);
+      list = one;
+    }
+    read_strings(list, keys);
+    return;
+  }
+  if ((kind != 'i' && kind != 'u') || (itemsize != 4 && itemsize != 8)) {
+    std::string why = "keys must be 32- or 64-bit integers or strings, got dtype " +
+                      dtype_name(array);
+    if ((kind == 'i' || kind == 'u') && itemsize < 4)
+      why += "; widen them first (keys.astype(numpy.int32) or int64): gbf hashes an integer's "
+             "4 or 8 little-endian bytes, so the width is part of the key";
+    throw nb::type_error(why.c_str());
+  }
+  // Copy (values kept) when the library cannot read the array in place.
+  const bool contiguous = PyArray_IS_C_CONTIGUOUS(array) && PyArray_ISALIGNED(array) &&
+                          PyArray_ISNOTSWAPPED(array);
+  nb::object held = nb::borrow(obj);
+  if (!contiguous) {
+    PyArray_Descr* native = PyArray_DescrNewByteorder(PyArray_DESCR(array), NPY_NATIVE);
+    if (native == nullptr) throw nb::python_error();
+    // PyArray_FromArray steals the descriptor reference.
+    held = nb::steal(PyArray_FromArray(array, native,
+                                       NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED |
+                                           NPY_ARRAY_ENSURECOPY));
+    if (!held.is_valid()) throw nb::python_error();
+    array = reinterpret_cast<PyArrayObject*>(held.ptr());
+  }
+  key_piece piece;
+  piece.kind = itemsize == 4 ? key_kind::u32 : key_kind::u64;
+  piece.data = PyArray_DATA(array);
+  piece.count = static_cast<std::size_t>(PyArray_SIZE(array));
+  keys.owners.push_back(std::move(held));
+  keys.add_piece(piece);
+}
+
+// --- Python scalars and sequences of strings --------------------------------------
+
+void read_int(nb::handle obj, host_keys& keys) {
+  int overflow = 0;
+  long long value = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
+  std::uint64_t bits = 0;
+  if (value == -1 && PyErr_Occurred()) throw nb::python_error();
+  if (overflow == 0) {
+    bits = static_cast<std::uint64_t>(value);
+  } else {
+    const unsigned long long big = overflow > 0 ? PyLong_AsUnsignedLongLong(obj.ptr()) : 0;
+    if (overflow < 0 || (big == static_cast<unsigned long long>(-1) && PyErr_Occurred())) {
+      PyErr_Clear();
+      throw nb::value_error(
+          "an int key must fit in 64 bits (-2**63 <= key < 2**64): gbf hashes its 8 "
+          "little-endian bytes");
+    }
+    bits = big;
+  }
+  auto* storage = keys.allocate(sizeof bits);
+  std::memcpy(storage, &bits, sizeof bits);
+  key_piece piece;
+  piece.kind = key_kind::u64;
+  piece.data = storage;
+  piece.count = 1;
+  keys.add_piece(piece);
+  keys.scalar = true;
+}
+
+// Bytes of a str (UTF-8) or bytes key; false for anything else.
+bool key_bytes(PyObject* item, const char** bytes, Py_ssize_t* size) {
+  if (PyUnicode_Check(item)) {
+    *bytes = PyUnicode_AsUTF8AndSize(item, size);
+    if (*bytes == nullptr) throw nb::python_error();
+    return true;
+  }
+  if (PyBytes_Check(item)) {
+    char* data = nullptr;
+    if (PyBytes_AsStringAndSize(item, &data, size) != 0) throw nb::python_error();
+    *bytes = data;
+    return true;
+  }
+  return false;
+}
+
+void read_string_scalar(nb::handle obj, host_keys& keys) {
+  const char* bytes = nullptr;
+  Py_ssize_t size = 0;
+  key_bytes(obj.ptr(), &bytes, &size);
+  auto* offsets = reinterpret_cast<std::int64_t*>(keys.allocate(2 * sizeof(std::int64_t)));
+  offsets[0] = 0;
+  offsets[1] = size;
+  key_piece piece;
+  piece.kind = key_kind::str64;
+  piece.data = bytes;  // the str caches its UTF-8 bytes; owners keeps it alive
+  piece.data_bytes = static_cast<std::size_t>(size);
+  piece.offsets = offsets;
+  piece.count = 1;
+  keys.owners.push_back(nb::borrow(obj));
+  keys.add_piece(piece);
+  keys.scalar = true;
+}
+
+// Packs a sequence of str / bytes / None into one string batch (int64 offsets).
+void read_strings(nb::handle sequence, host_keys& keys) {
+  nb::object fast = nb::steal(PySequence_Fast(sequence.ptr(), "keys must be a sequence"));
+  if (!fast.is_valid()) throw nb::python_error();
+  const auto n = static_cast<std::size_t>(PySequence_Fast_GET_SIZE(fast.ptr()));
+  PyObject** items = PySequence_Fast_ITEMS(fast.ptr());
+  std::size_t total = 0;
+  bool any_null = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    const char* bytes = nullptr;
+    Py_ssize_t size = 0;
+    if (items[i] == Py_None) {
+      any_null = true;
+    } else if (key_bytes(items[i], &bytes, &size)) {
+      total += static_cast<std::size_t>(size);
+    } else {
+      throw nb::type_error(("string keys must be str, bytes or None; item " + std::to_string(i) +
+                            " is a " + python_type_name(items[i]))
+                               .c_str());
+    }
+  }
+  auto* offsets = reinterpret_cast<std::int64_t*>(keys.allocate((n + 1) * sizeof(std::int64_t)));
+  std::uint8_t* data = keys.allocate(std::max<std::size_t>(total, 1));
+  std::uint8_t* validity = nullptr;
+  if (any_null) {
+    validity = keys.allocate((n + 7) / 8);
+    std::memset(validity, 0, (n + 7) / 8);
+  }
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    offsets[i] = static_cast<std::int64_t>(at);
+    const char* bytes = nullptr;
+    Py_ssize_t size = 0;
+    if (items[i] == Py_None) continue;
+    key_bytes(items[i], &bytes, &size);
+    std::memcpy(data + at, bytes, static_cast<std::size_t>(size));
+    at += static_cast<std::size_t>(size);
+    if (validity) validity[i / 8] |= static_cast<std::uint8_t>(1u << (i % 8));
+  }
+  offsets[n] = static_cast<std::int64_t>(at);
+  key_piece piece;
+  piece.kind = key_kind::str64;
+  piece.data = data;
+  piece.data_bytes = total;
+  piece.offsets = offsets;
+  piece.count = n;
+  piece.validity = validity;
+  keys.add_piece(piece);
+}
+
+// --- Arrow -----------------------------------------------------------------------
+
+// Bits [first, first + n) of `bits` as a new bitmap starting at bit 0.
+const std::uint8_t* shifted_bitmap(const std::uint8_t* bits, std::size_t first, std::size_t n,
+                                   host_keys& keys) {
+  if (first % 8 == 0) return bits + first / 8;
+  std::uint8_t* out = keys.allocate((n + 7) / 8);
+  const std::size_t shift = first % 8;
+  const std::size_t last_byte = (first + n - 1) / 8;  // last byte of `bits` in range
+  for (std::size_t j = 0; j < (n + 7) / 8; ++j) {
+    const std::size_t source = first / 8 + j;
+    unsigned value = bits[source] >> shift;
+    if (source + 1 <= last_byte) value |= static_cast<unsigned>(bits[source + 1]) << (8 - shift);
+    out[j] = static_cast<std::uint8_t>(value);
+  }
+  return out;
+}
+
+// Reads one Arrow array (already owned by `keys.storage`) described by `format`.
+void read_arrow_array(const char* format, const ArrowArray& array, host_keys& keys) {
+  const std::string f = format ? format : "";
+  const auto n = static_cast<std::size_t>(array.length);
+  const auto offset = static_cast<std::size_t>(array.offset);
+  if (array.n_children != 0 || array.dictionary != nullptr)
+    throw nb::type_error(("Arrow arrays of format '" + f +
+                          "' are not keys (gbf reads integer, string and binary arrays; decode "
+                          "dictionaries first)")
+                             .c_str());
+  const auto* validity_bits = static_cast<const std::uint8_t*>(array.buffers[0]);
+  const std::uint8_t* validity = nullptr;
+  if (array.null_count != 0 && validity_bits != nullptr && n > 0)
+    validity = shifted_bitmap(validity_bits, offset, n, keys);
+  key_piece piece;
+  piece.count = n;
+  piece.validity = validity;
+  if (f == "u" || f == "z" || f == "U" || f == "Z") {
+    const bool large = f == "U" || f == "Z";
+    piece.kind = large ? key_kind::str64 : key_kind::str32;
+    piece.data = array.buffers[2];
+    const std::size_t width = large ? 8 : 4;
+    piece.offsets = static_cast<const std::uint8_t*>(array.buffers[1]) + offset * width;
+    if (n > 0 && piece.offsets == nullptr)
+      throw nb::value_error("Arrow string array without an offsets buffer");
+    // The C interface carries no buffer sizes: the last offset bounds the bytes read
+    // (the library refuses any offset that decreases before it).
+    std::int64_t last = 0;
+    if (piece.offsets != nullptr) {
+      last = large ? static_cast<const std::int64_t*>(piece.offsets)[n]
+                   : static_cast<const std::int32_t*>(piece.offsets)[n];
+    }
+    piece.data_bytes = last > 0 ? static_cast<std::size_t>(last) : 0;
+    keys.add_piece(piece);
+    return;
+  }
+  const bool u32 = f == "i" || f == "I";
+  const bool u64 = f == "l" || f == "L";
+  if (u32 || u64) {
+    piece.kind = u32 ? key_kind::u32 : key_kind::u64;
+    piece.data = static_cast<const std::uint8_t*>(array.buffers[1]) + offset * (u32 ? 4 : 8);
+    keys.add_piece(piece);
+    return;
+  }
+  std::string why = "Arrow arrays of format '" + f + "' are not keys: gbf reads int32, uint32, "
+                    "int64, uint64, string, large_string, binary and large_binary";
+  if (f == "c" || f == "C" || f == "s" || f == "S")
+    why += "; widen 8- and 16-bit integers to 32 or 64 bits first (the width is part of the key)";
+  if (f == "vu" || f == "vz") why += "; cast string_view to large_string first";
+  throw nb::type_error(why.c_str());
+}
+
+template <class T>
+std::shared_ptr<T> own_released(T* moved) {
+  return std::shared_ptr<T>(moved, [](T* p) {
+    if (p->release != nullptr) p->release(p);
+    delete p;
+  });
+}
+
+// An ArrowSchema / ArrowArray moved out of a capsule: the capsule's own destructor then
+// sees release == NULL and does nothing (the move the PyCapsule protocol describes).
+template <class T>
+std::shared_ptr<T> take_capsule(nb::handle capsule, const char* name) {
+  auto* source = static_cast<T*>(PyCapsule_GetPointer(capsule.ptr(), name));
+  if (source == nullptr) throw nb::python_error();
+  auto* moved = new T(*source);
+  source->release = nullptr;
+  return own_released(moved);
+}
+
+void read_arrow(nb::handle obj, host_keys& keys) {
+  nb::object pair = obj.attr("__arrow_c_array__")();
+  if (!PyTuple_Check(pair.ptr()) || PyTuple_GET_SIZE(pair.ptr()) != 2)
+    throw_not_keys(obj, "__arrow_c_array__() did not return (schema, array) capsules");
+  auto schema = take_capsule<ArrowSchema>(PyTuple_GET_ITEM(pair.ptr(), 0), "arrow_schema");
+  auto array = take_capsule<ArrowArray>(PyTuple_GET_ITEM(pair.ptr(), 1), "arrow_array");
+  keys.storage.push_back(schema);
+  keys.storage.push_back(array);
+  read_arrow_array(schema->format, *array, keys);
+}
+
+void read_arrow_stream(nb::handle obj, host_keys& keys) {
+  nb::object capsule = obj.attr("__arrow_c_stream__")();
+  auto stream = take_capsule<ArrowArrayStream>(capsule, "arrow_array_stream");
+  keys.storage.push_back(stream);
+  auto schema = own_released(new ArrowSchema{});
+  auto stream_error = [&](const char* what) {
+    const char* message = stream->get_last_error ? stream->get_last_error(stream.get()) : nullptr;
+    throw nb::value_error((std::string("Arrow stream: ") + what + ": " +
+                           (message ? message : "no message"))
+                              .c_str());
+  };
+  if (stream->get_schema(stream.get(), schema.get()) != 0) stream_error("get_schema failed");
+  keys.storage.push_back(schema);
+  for (;;) {
+    auto array = own_released(new ArrowArray{});
+    if (stream->get_next(stream.get(), array.get()) != 0) stream_error("get_next failed");
+    if (array->release == nullptr) break;  // end of stream
+    keys.storage.push_back(array);
+    read_arrow_array(schema->format, *array, keys);
+  }
+}
+
+bool has_attr(nb::handle obj, const char* name) {
+  return PyObject_HasAttrString(obj.ptr(), name) == 1;
+}
+
+}  // namespace
+
+std::uint8_t* host_keys::allocate(std::size_t bytes) {
+  std::shared_ptr<std::uint8_t[]> buffer(new std::uint8_t[std::max<std::size_t>(bytes, 1)]);
+  storage.push_back(buffer);
+  return buffer.get();
+}
+
+nb::object new_numpy_array(std::size_t n, int type) {
+  npy_intp dims[1] = {static_cast<npy_intp>(n)};
+  PyObject* array = PyArray_SimpleNew(1, dims, type);
+  if (array == nullptr) throw nb::python_error();
+  return nb::steal(array);
+}
+
+host_keys read_host_keys(nb::handle obj) {
+  host_keys keys;
+  PyObject* o = obj.ptr();
+  if (PyArray_Check(o)) {
+    read_numpy(obj, keys);
+  } else if (PyBool_Check(o)) {
+    throw nb::type_error("bool is not a key type (use an int, a str or bytes)");
+  } else if (PyLong_Check(o)) {
+    read_int(obj, keys);
+  } else if (PyUnicode_Check(o) || PyBytes_Check(o)) {
+    read_string_scalar(obj, keys);
+  } else if (PyArray_IsScalar(o, Generic)) {
+    nb::object zero_d = nb::steal(PyArray_FromScalar(o, nullptr));
+    if (!zero_d.is_valid()) throw nb::python_error();
+    read_numpy(zero_d, keys);
+  } else if (has_attr(obj, "__arrow_c_array__")) {
+    read_arrow(obj, keys);
+  } else if (has_attr(obj, "__arrow_c_stream__")) {
+    read_arrow_stream(obj, keys);
+  } else if (PyList_Check(o) || PyTuple_Check(o)) {
+    const Py_ssize_t n = PySequence_Size(o);
+    PyObject* first = n > 0 ? PySequence_Fast_GET_ITEM(o, 0) : nullptr;
+    if (n == 0) {
+      // An empty batch: nothing to read.
+    } else if (PyUnicode_Check(first) || PyBytes_Check(first) || first == Py_None) {
+      read_strings(obj, keys);
+    } else {
+      nb::object array = nb::steal(PyArray_FromAny(o, nullptr, 0, 0, 0, nullptr));
+      if (!array.is_valid()) throw nb::python_error();
+      const char kind = PyArray_DESCR(reinterpret_cast<PyArrayObject*>(array.ptr()))->kind;
+      if (kind != 'i' && kind != 'u')
+        throw nb::type_error("a list of keys must hold only ints, or only str / bytes / None");
+      read_numpy(array, keys);
+    }
+  } else if (has_attr(obj, "__dlpack__") && has_attr(obj, "__dlpack_device__")) {
+    nb::tuple where = nb::cast<nb::tuple>(obj.attr("__dlpack_device__")());
+    const int device_type = nb::cast<int>(where[0]);
+    if (device_type != dlpack::cpu)
+      throw_not_keys(obj, "DLPack device type " + std::to_string(device_type) +
+                              " is neither host memory nor a CUDA device");
+    nb::object array = nb::module_::import_("numpy").attr("from_dlpack")(obj);
+    read_numpy(array, keys);
+  } else {
+    const char* expected = "expected a NumPy-compatible integer array, an Arrow array, a device "
+                           "array, a list, or an int / str / bytes key";
+    nb::object array = nb::steal(PyArray_FromAny(o, nullptr, 0, 0, 0, nullptr));
+    if (!array.is_valid()) {
+      PyErr_Clear();
+      throw_not_keys(obj, expected);
+    }
+    // NumPy wraps any object in a 0-d object array: that is not an array of keys.
+    if (PyArray_DESCR(reinterpret_cast<PyArrayObject*>(array.ptr()))->kind == 'O')
+      throw_not_keys(obj, expected);
+    read_numpy(array, keys);
+  }
+  return keys;
+}
+
+}  // namespace gbf::python

@@ -1,0 +1,184 @@
+"""Every operation of the Python package checked against the C++ CLI on the same files:
+the same keys give the same bits, the same answers, the same counts, rows and stats."""
+
+import json
+from dataclasses import astuple
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import gbf
+from conftest import LAYOUTS
+
+
+def cli_answers(run_cli, filter_path, keys_path, tmp_path, *extra):
+    """The CLI's contains answers (one 0/1 byte per key) for keys_path."""
+    out = tmp_path / "answers.bin"
+    run_cli("query", filter_path, keys_path, "--out", out, "--out-format", "bytes", "-q", *extra)
+    return np.fromfile(out, dtype=np.uint8).astype(bool)
+
+
+def cli_info(run_cli, filter_path, *extra):
+    return json.loads(run_cli("info", filter_path, "--json", *extra).stdout)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.int64, np.uint64])
+def test_integer_keys_same_bits_and_answers_as_cli(run_cli, tmp_path, rng, dtype):
+    info = np.iinfo(dtype)
+    keys = rng.integers(info.min, info.max, size=20_000, dtype=dtype, endpoint=True)
+    probe = np.concatenate([keys[::3], rng.integers(info.min, info.max, size=30_000, dtype=dtype)])
+    np.save(tmp_path / "keys.npy", keys)
+    np.save(tmp_path / "probe.npy", probe)
+
+    run_cli("build", tmp_path / "keys.npy", "-o", tmp_path / "cli.gbf", "--capacity", 20_000, "--fpp", 0.01, "-q")
+    f = gbf.Filter(20_000, 0.01, backend="cpu")
+    f.add(keys)
+
+    from_cli = gbf.load(tmp_path / "cli.gbf")
+    assert from_cli.layout == f.layout
+    assert np.array_equal(from_cli.words(), f.words()), "Python and the CLI set different bits"
+
+    expected = cli_answers(run_cli, tmp_path / "cli.gbf", tmp_path / "probe.npy", tmp_path)
+    assert np.array_equal(f.contains(probe), expected)
+    assert f.contains(keys).all(), "false negative"
+
+    count = int(run_cli("query", tmp_path / "cli.gbf", tmp_path / "probe.npy", "--count", "-q").stdout)
+    assert f.count(probe) == count == expected.sum()
+
+    rows = run_cli("query", tmp_path / "cli.gbf", tmp_path / "probe.npy", "--select", "--row-numbers", "-q").stdout
+    assert f.select(probe).tolist() == [int(r) for r in rows.split()]
+
+
+@pytest.mark.parametrize("shape", LAYOUTS)
+def test_every_layout_matches_cli(run_cli, tmp_path, rng, shape):
+    keys = rng.integers(0, 2**64 - 1, size=5_000, dtype=np.uint64)
+    probe = rng.integers(0, 2**64 - 1, size=20_000, dtype=np.uint64)
+    keys.tofile(tmp_path / "keys.u64")
+    probe.tofile(tmp_path / "probe.u64")
+    run_cli("build", tmp_path / "keys.u64", "-o", tmp_path / "cli.gbf", "--capacity", 5_000, "--fpp", 0.02,
+            "--layout", shape, "-q")
+    f = gbf.Filter(5_000, 0.02, layout=shape)
+    f.add(keys)
+    assert np.array_equal(gbf.load(tmp_path / "cli.gbf").words(), f.words())
+    assert np.array_equal(f.contains(probe), cli_answers(run_cli, tmp_path / "cli.gbf", tmp_path / "probe.u64", tmp_path))
+    assert f.contains(keys).all()
+
+
+def test_python_file_read_by_cli(run_cli, tmp_path, rng):
+    keys = rng.integers(0, 2**63, size=10_000, dtype=np.int64)
+    probe = rng.integers(0, 2**63, size=10_000, dtype=np.int64)
+    np.save(tmp_path / "probe.npy", probe)
+    f = gbf.Filter(10_000, 0.001)
+    f.add(keys)
+    f.save(tmp_path / "py.gbf")
+    assert np.array_equal(cli_answers(run_cli, tmp_path / "py.gbf", tmp_path / "probe.npy", tmp_path), f.contains(probe))
+
+    info = cli_info(run_cli, tmp_path / "py.gbf")
+    s = f.stats()
+    assert info["bits_set"] == s.bits_set
+    assert info["num_bits"] == s.num_bits
+    assert info["keys_inserted"] == s.keys_added == 10_000
+    assert info["capacity"] == s.capacity == 10_000
+    assert info["fpp"] == pytest.approx(0.001)
+    assert info["fill_ratio"] == pytest.approx(s.fill_ratio)
+    assert info["estimated_keys"] == pytest.approx(s.estimated_keys, rel=1e-9)
+    assert info["estimated_fpr"] == pytest.approx(s.estimated_fpr, rel=1e-6)
+    assert info["over_capacity"] == s.over_capacity
+    assert (info["words_per_block"], info["bits_per_key"], info["seed"], info["num_blocks"]) == astuple(f.layout)
+
+
+def test_add_to_cli_file_matches_cli_add(run_cli, tmp_path, rng):
+    first = rng.integers(0, 2**64 - 1, size=8_000, dtype=np.uint64)
+    second = np.concatenate([first[:1_000], rng.integers(0, 2**64 - 1, size=7_000, dtype=np.uint64)])
+    first.tofile(tmp_path / "first.u64")
+    second.tofile(tmp_path / "second.u64")
+    run_cli("build", tmp_path / "first.u64", "-o", tmp_path / "a.gbf", "--capacity", 16_000, "-q")
+    before = cli_answers(run_cli, tmp_path / "a.gbf", tmp_path / "second.u64", tmp_path)
+
+    f = gbf.load(tmp_path / "a.gbf")
+    is_new = f.add_new(second)
+    run_cli("add", tmp_path / "a.gbf", tmp_path / "second.u64", "-q")
+    after_cli = gbf.load(tmp_path / "a.gbf")
+    assert np.array_equal(f.words(), after_cli.words())
+    assert f.stats().keys_added == after_cli.stats().keys_added == 16_000
+    assert f.contains(first).all() and f.contains(second).all()
+    # A key the CLI found before the batch is never new; add_new's new keys were absent before.
+    assert not (is_new & before).any()
+    assert is_new[:1_000].sum() == 0
+    assert is_new.sum() <= (~before).sum()
+
+
+@pytest.mark.parametrize("op", ["merge", "intersect"])
+def test_merge_and_intersect_match_cli(run_cli, tmp_path, rng, op):
+    a_keys = rng.integers(0, 2**64 - 1, size=6_000, dtype=np.uint64)
+    b_keys = np.concatenate([a_keys[:2_000], rng.integers(0, 2**64 - 1, size=4_000, dtype=np.uint64)])
+    a_keys.tofile(tmp_path / "a.u64")
+    b_keys.tofile(tmp_path / "b.u64")
+    for name in "ab":
+        run_cli("build", tmp_path / f"{name}.u64", "-o", tmp_path / f"{name}.gbf", "--capacity", 10_000, "-q")
+    run_cli(op, tmp_path / "a.gbf", tmp_path / "b.gbf", "-o", tmp_path / "c.gbf", "-q")
+
+    a, b = gbf.load(tmp_path / "a.gbf"), gbf.load(tmp_path / "b.gbf")
+    combined = (a | b) if op == "merge" else (a & b)
+    assert np.array_equal(combined.words(), gbf.load(tmp_path / "c.gbf").words())
+    in_place = gbf.load(tmp_path / "a.gbf")
+    getattr(in_place, op)(b)
+    assert np.array_equal(in_place.words(), combined.words())
+    if op == "merge":
+        assert combined.contains(a_keys).all() and combined.contains(b_keys).all()
+    else:
+        assert combined.contains(a_keys[:2_000]).all()
+
+
+def test_clear_matches_cli_create(run_cli, tmp_path, rng):
+    run_cli("create", "--capacity", 50_000, "--fpp", 0.01, "-o", tmp_path / "empty.gbf", "-q")
+    f = gbf.Filter(50_000, 0.01)
+    f.add(rng.integers(0, 2**64 - 1, size=10_000, dtype=np.uint64))
+    f.clear()
+    empty = gbf.load(tmp_path / "empty.gbf")
+    assert np.array_equal(f.words(), empty.words())
+    assert f.stats().keys_added == 0 and f.stats().bits_set == 0
+
+
+@pytest.mark.parametrize("header", [True, False])
+def test_parquet_sbbf_both_ways(run_cli, tmp_path, rng, header):
+    keys = rng.integers(0, 2**64 - 1, size=10_000, dtype=np.uint64)
+    probe = rng.integers(0, 2**64 - 1, size=10_000, dtype=np.uint64)
+    keys.tofile(tmp_path / "keys.u64")
+    probe.tofile(tmp_path / "probe.u64")
+    no_header = [] if header else ["--no-header"]
+    run_cli("build", tmp_path / "keys.u64", "--parquet-compatible", "--format", "parquet-sbbf", *no_header,
+            "-o", tmp_path / "cli.sbbf", "-q")
+    f = gbf.Filter(10_000, 0.01, layout="parquet")
+    f.add(keys)
+    cli_filter = gbf.load(tmp_path / "cli.sbbf", "parquet-sbbf", header=header)
+    assert np.array_equal(cli_filter.words(), f.words())
+    assert f.contains(keys).all()
+    assert (tmp_path / "cli.sbbf").read_bytes() == f.to_bytes("parquet-sbbf", header=header)
+
+    f.save(tmp_path / "py.sbbf", "parquet-sbbf", header=header)
+    answers = cli_answers(run_cli, tmp_path / "py.sbbf", tmp_path / "probe.u64", tmp_path, "--format",
+                          "parquet-sbbf", *no_header)
+    assert np.array_equal(answers, f.contains(probe))
+
+
+def test_text_keys_match_cli_from_lists_and_arrow(run_cli, tmp_path):
+    names = [f"user-{i}" for i in range(3_000)] + ["", "ünïcode ✓"]
+    probe = names[::7] + [f"other-{i}" for i in range(3_000)]
+    (tmp_path / "names.txt").write_text("\n".join(names) + "\n", encoding="utf-8")
+    (tmp_path / "probe.txt").write_text("\n".join(probe) + "\n", encoding="utf-8")
+    run_cli("build", tmp_path / "names.txt", "-o", tmp_path / "cli.gbf", "--capacity", 3_002, "-q")
+    expected = cli_answers(run_cli, tmp_path / "cli.gbf", tmp_path / "probe.txt", tmp_path)
+
+    for keys in (names, pa.array(names), pa.array(names, type=pa.large_string()),
+                 pa.array([n.encode() for n in names], type=pa.binary())):
+        f = gbf.Filter(3_002, 0.01)
+        f.add(keys)
+        assert np.array_equal(f.words(), gbf.load(tmp_path / "cli.gbf").words())
+        assert f.contains(keys).all()
+    for queries in (probe, pa.array(probe), pa.chunked_array([probe[:100], probe[100:]]),
+                    np.array(probe, dtype=object)):
+        assert np.array_equal(f.contains(queries), expected)
+    rows = run_cli("query", tmp_path / "cli.gbf", tmp_path / "probe.txt", "--select", "--row-numbers", "-q").stdout
+    assert f.select(pa.array(probe)).tolist() == [int(r) for r in rows.split()]

@@ -1,0 +1,281 @@
+"""gbf.Filter's API: construction, sizing, stats, set operations, files, pickling,
+copies, errors, threads and Ctrl-C."""
+
+import copy
+import io
+import pickle
+import threading
+import time
+import _thread
+
+import numpy as np
+import pytest
+
+import gbf
+from conftest import LAYOUTS, backends
+
+
+@pytest.mark.parametrize("backend", backends())
+@pytest.mark.parametrize("shape", LAYOUTS)
+def test_no_false_negatives_and_fpr_near_prediction(rng, backend, shape):
+    n = 20_000
+    f = gbf.Filter(n, 0.02, layout=shape, backend=backend)
+    keys = rng.integers(0, 2**64 - 1, size=n, dtype=np.uint64)
+    f.add(keys)
+    assert f.contains(keys).all()
+    absent = rng.integers(0, 2**64 - 1, size=200_000, dtype=np.uint64)
+    measured = f.count(absent) / absent.size
+    predicted = f.layout.expected_fpr(n)
+    # 5 binomial sigmas of the probes, plus 15%: one filter of 20k keys has its own FPR,
+    # which wanders around the model's expectation by several percent (the C++ suite
+    # checks the model itself on larger filters).
+    assert abs(measured - predicted) < 5 * np.sqrt(predicted / absent.size) + 0.15 * predicted
+
+
+def test_construction_variants():
+    sized = gbf.Filter(1_000_000, 0.01)
+    assert sized.layout == gbf.size_for(1_000_000, 0.01)
+    assert sized.capacity == 1_000_000 and sized.fpp == 0.01
+    assert sized.layout.num_bits / 1_000_000 > gbf.classic_bits_per_key(0.01)  # the blocked filter's price
+
+    parquet = gbf.Filter(1_000_000, 0.01, layout="parquet")
+    assert parquet.layout.parquet_problem() == ""
+    assert parquet.layout.size_bytes & (parquet.layout.size_bytes - 1) == 0
+
+    wide = gbf.Filter(1000, 0.01, layout="16/16/9")
+    assert (wide.layout.words_per_block, wide.layout.bits_per_key, wide.layout.seed) == (16, 16, 9)
+    assert "words_per_block is 16" in wide.layout.parquet_problem()
+
+    exact = gbf.Filter(layout=gbf.Layout(4, 8, 1, num_blocks=100))
+    assert exact.layout == gbf.Layout(4, 8, 1, 100)
+    assert exact.capacity is None and exact.fpp is None
+    assert exact.size_bytes == 100 * 4 * 4 and exact.num_bits == 100 * 4 * 32
+    assert exact.backend == "cpu" and "cpu" in exact.backend_description
+    assert str(gbf.Layout(8, 8, 0)) == "8/8/0"
+    assert "4 words/block" in str(exact.layout)
+    assert "gbf.Filter on cpu" in repr(exact)
+
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    (dict(capacity=0, fpp=0.01), gbf.InvalidArgument, "capacity"),
+    (dict(capacity=100, fpp=1.5), gbf.InvalidArgument, "fpp"),
+    (dict(capacity=100, fpp=0.0), gbf.InvalidArgument, "fpp"),
+    (dict(capacity=100, layout="3/3"), gbf.InvalidArgument, "words_per_block"),
+    (dict(capacity=100, layout="8/4"), gbf.InvalidArgument, "bits_per_key"),
+    (dict(capacity=100, layout="8/x"), ValueError, "W/K"),
+    (dict(layout=gbf.Layout(8, 8, 0, num_blocks=0)), gbf.InvalidArgument, "num_blocks"),
+    (dict(capacity=100, backend="tpu"), ValueError, "backend"),
+    (dict(), TypeError, "capacity"),
+    (dict(capacity=10**9, layout="parquet"), gbf.InvalidArgument, "128 MiB"),
+])
+def test_bad_construction_names_the_problem(kwargs, error, words):
+    with pytest.raises(error, match=words):
+        gbf.Filter(**kwargs)
+
+
+def test_invalid_argument_is_a_value_error():
+    assert issubclass(gbf.InvalidArgument, ValueError) and issubclass(gbf.InvalidArgument, gbf.Error)
+    assert issubclass(gbf.LayoutMismatch, ValueError) and issubclass(gbf.FormatError, ValueError)
+    assert issubclass(gbf.NoGPU, RuntimeError) and issubclass(gbf.AllocationError, MemoryError)
+
+
+def test_gpu_backend_without_gpu_raises_no_gpu():
+    available, why = gbf.gpu_status()
+    if available:
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(gbf.NoGPU, match="no GPU"):
+        gbf.Filter(1000, backend="gpu")
+    assert gbf.Filter(1000, backend="auto").backend == "cpu"
+    assert why
+
+
+def test_stats_track_capacity(rng):
+    f = gbf.Filter(1_000, 0.01)
+    s = f.stats()
+    assert isinstance(s, gbf.FilterStats)
+    assert (s.bits_set, s.keys_added, s.capacity, s.over_capacity) == (0, 0, 1_000, False)
+    first = rng.integers(0, 2**64 - 1, size=1_000, dtype=np.uint64)
+    f.add(first)
+    assert f.contains(first).all()
+    s = f.stats()
+    assert abs(s.estimated_keys - 1_000) < 100 and not s.over_capacity
+    assert s.fill_ratio == s.bits_set / s.num_bits
+    f.add(rng.integers(0, 2**64 - 1, size=2_000, dtype=np.uint64))
+    s = f.stats()
+    assert s.over_capacity and s.keys_added == 3_000 and s.estimated_fpr > 0.05
+
+
+def test_no_len():
+    f = gbf.Filter(10)
+    with pytest.raises(TypeError):
+        len(f)
+    assert "no len()" in gbf.Filter.__doc__
+
+
+def test_set_operators_and_layout_mismatch(rng):
+    a_keys, b_keys = (rng.integers(0, 2**64 - 1, size=1_000, dtype=np.uint64) for _ in range(2))
+    a, b = gbf.Filter(5_000, 0.01), gbf.Filter(5_000, 0.01)
+    a.add(a_keys)
+    b.add(b_keys)
+    union = a | b
+    assert union.contains(a_keys).all() and union.contains(b_keys).all()
+    assert np.array_equal(union.words(), a.words() | b.words())
+    assert np.array_equal((a & b).words(), a.words() & b.words())
+    c = a.copy()
+    c |= b
+    assert np.array_equal(c.words(), union.words())
+    c &= a
+    assert np.array_equal(c.words(), a.words())
+    c.merge(c)  # with itself: unchanged
+    assert np.array_equal(c.words(), a.words())
+    with pytest.raises(gbf.LayoutMismatch, match="num_blocks"):
+        a.merge(gbf.Filter(50_000, 0.01))
+    with pytest.raises(gbf.LayoutMismatch, match="seed"):
+        a &= gbf.Filter(5_000, 0.01, layout="8/8/1")
+    with pytest.raises(TypeError):
+        a.merge("not a filter")
+
+
+def test_copy_is_deep(rng):
+    f = gbf.Filter(1_000, 0.01)
+    keys = rng.integers(0, 2**64 - 1, size=500, dtype=np.uint64)
+    f.add(keys)
+    for g in (f.copy(), f.copy("cpu"), copy.copy(f), copy.deepcopy(f)):
+        assert type(g) is gbf.Filter
+        assert np.array_equal(g.words(), f.words()) and g.stats() == f.stats() and g.fpp == f.fpp
+        assert g.contains(keys).all()
+        g.add(123456789)
+        assert 123456789 in g and g.stats().keys_added == f.stats().keys_added + 1
+
+
+def test_pickle_round_trip(rng):
+    f = gbf.Filter(10_000, 0.001, layout="16/20/3")
+    keys = rng.integers(0, 2**64 - 1, size=10_000, dtype=np.uint64)
+    f.add(keys)
+    for protocol in range(2, pickle.HIGHEST_PROTOCOL + 1):
+        g = pickle.loads(pickle.dumps(f, protocol=protocol))
+        assert type(g) is gbf.Filter
+        assert g.layout == f.layout and g.capacity == f.capacity and g.fpp == f.fpp
+        assert g.stats() == f.stats() and np.array_equal(g.words(), f.words())
+        assert g.contains(keys).all()
+        assert g.requested_backend == f.requested_backend
+
+
+@pytest.mark.parametrize("format", ["gbf", "parquet-sbbf"])
+def test_save_load_paths_and_files(tmp_path, rng, format):
+    f = gbf.Filter(10_000, 0.01, layout="parquet" if format == "parquet-sbbf" else None)
+    keys = rng.integers(0, 2**64 - 1, size=10_000, dtype=np.uint64)
+    f.add(keys)
+    f.save(tmp_path / "f.bin", format)
+    f.save(str(tmp_path / "g.bin"), format)
+    buffer = io.BytesIO()
+    f.save(buffer, format)
+    assert buffer.getvalue() == (tmp_path / "f.bin").read_bytes() == f.to_bytes(format)
+    with open(tmp_path / "f.bin", "rb") as stream:
+        loaded = [gbf.load(tmp_path / "f.bin", format), gbf.Filter.load(str(tmp_path / "g.bin"), format),
+                  gbf.load(stream, format), gbf.Filter.from_bytes(buffer.getvalue(), format),
+                  gbf.Filter.from_bytes(memoryview(buffer.getvalue()), format)]
+    for g in loaded:
+        assert np.array_equal(g.words(), f.words()) and g.contains(keys).all()
+        if format == "gbf":
+            assert g.stats() == f.stats() and g.fpp == 0.01
+        else:
+            assert g.capacity is None and g.fpp is None
+
+
+def test_file_errors(tmp_path):
+    f = gbf.Filter(1000, 0.01)
+    data = f.to_bytes()
+    with pytest.raises(gbf.FormatError, match="checksum"):
+        gbf.Filter.from_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+    with pytest.raises(gbf.FormatError, match="truncated|short|size"):
+        gbf.Filter.from_bytes(data[:20])
+    with pytest.raises(gbf.FormatError):
+        gbf.Filter.from_bytes(b"x" * 33, "parquet-sbbf")
+    with pytest.raises(FileNotFoundError):
+        gbf.load(tmp_path / "missing.gbf")
+    with pytest.raises(gbf.InvalidArgument, match="power of two"):
+        f.to_bytes("parquet-sbbf")
+    with pytest.raises(ValueError, match="format"):
+        f.save(tmp_path / "x", "csv")
+    with pytest.raises(TypeError):
+        f.save(42)
+    (tmp_path / "dir").mkdir()
+    with pytest.raises(OSError):
+        f.save(tmp_path / "dir")
+
+
+def test_threads_share_a_filter_safely(rng):
+    f = gbf.Filter(400_000, 0.01, threads=1)
+    batches = [rng.integers(0, 2**64 - 1, size=100_000, dtype=np.uint64) for _ in range(4)]
+    threads = [threading.Thread(target=f.add, args=(b,)) for b in batches]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    reference = gbf.Filter(400_000, 0.01)
+    for b in batches:
+        reference.add(b)
+    assert np.array_equal(f.words(), reference.words())
+    assert f.stats().keys_added == 400_000
+    assert all(f.contains(b).all() for b in batches)
+
+
+def test_batches_release_the_gil(rng):
+    """Another Python thread runs while a long batch is in C++."""
+    keys = rng.integers(0, 2**64 - 1, size=4_000_000, dtype=np.uint64)
+    f = gbf.Filter(4_000_000, 0.01, threads=1)
+    stamps = []
+    running = threading.Event()
+    stop = threading.Event()
+
+    def tick():
+        running.set()
+        while not stop.is_set():
+            stamps.append(time.perf_counter())
+            time.sleep(0.0005)
+
+    ticker = threading.Thread(target=tick)
+    ticker.start()
+    running.wait()
+    start = time.perf_counter()
+    f.add(keys)
+    end = time.perf_counter()
+    stop.set()
+    ticker.join()
+    assert f.contains(keys).all()
+    inside = sum(start < t < end for t in stamps)
+    # With the GIL held for the whole call the ticker could not run at all inside it.
+    assert inside >= min(5, (end - start) / 0.002), (inside, end - start)
+
+
+def test_keyboard_interrupt_stops_at_a_chunk_boundary(rng):
+    """Ctrl-C during a long add: KeyboardInterrupt, and the filter holds exactly the
+    chunks added before it (the bits of a filter built from that prefix)."""
+    keys = rng.integers(0, 2**64 - 1, size=4_000_000, dtype=np.uint64)
+    chunk = 4_096
+    for delay in (0.03, 0.01, 0.06, 0.003, 0.12):
+        f = gbf.Filter(4_000_000, 0.01, threads=1)
+        f.chunk_keys = chunk
+        interrupter = threading.Timer(delay, _thread.interrupt_main)
+        interrupted = False
+        try:
+            interrupter.start()
+            f.add(keys)
+            # Finished first: the interrupt lands here instead.
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                time.sleep(0.001)
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            interrupter.cancel()
+        added = f.stats().keys_added
+        if interrupted and 0 < added < keys.size:
+            assert added % chunk == 0
+            prefix = gbf.Filter(4_000_000, 0.01)
+            prefix.add(keys[:added])
+            assert np.array_equal(f.words(), prefix.words()), "the interrupted filter is not its prefix"
+            assert f.contains(keys[:added]).all()
+            return
+    pytest.fail("no add was interrupted mid-batch in 5 attempts")

@@ -1,0 +1,255 @@
+"""Keys from every source the package reads: the same key always gives the same answer,
+whatever array holds it; odd arrays are copied or refused, never misread."""
+
+import array
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import gbf
+
+
+@pytest.fixture
+def f():
+    return gbf.Filter(100_000, 0.01, backend="cpu")
+
+
+def random_keys(rng, dtype, n):
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max, size=n, dtype=dtype, endpoint=True)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.int64, np.uint64])
+def test_no_false_negatives_for_every_dtype(f, rng, dtype):
+    keys = random_keys(rng, dtype, 50_000)
+    f.add(keys)
+    assert f.contains(keys).all()
+    assert f.count(keys) == keys.size
+    assert f.select(keys).tolist() == list(range(keys.size))
+    assert f.stats().keys_added == keys.size
+
+
+def test_a_key_is_its_bytes(f):
+    f.add(np.array([-1, 5], dtype=np.int64))
+    # int64 -1 and uint64 2**64-1 have the same 8 bytes; int32 5 has 4 bytes: another key.
+    assert np.uint64(2**64 - 1) in f
+    assert (2**64 - 1) in f and -1 in f and 5 in f
+    g = gbf.Filter(1000, 1e-6)
+    g.add(np.array([5], dtype=np.int64))
+    assert not g.contains(np.array([5], dtype=np.int32))[0]
+    assert g.contains(np.array([5], dtype=np.uint64))[0]
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint64])
+def test_strided_readonly_and_byteswapped_arrays_answer_like_a_contiguous_copy(f, rng, dtype):
+    base = random_keys(rng, dtype, 40_000)
+    f.add(base[::4])
+    assert f.contains(base[::4]).all()
+    probe = base[::2]  # every other key: strided, half of them added
+    assert not probe.flags.c_contiguous
+    expected = f.contains(np.ascontiguousarray(probe))
+    assert expected[::2].all()
+    assert np.array_equal(f.contains(probe), expected)
+
+    readonly = np.ascontiguousarray(probe)
+    readonly.setflags(write=False)
+    assert np.array_equal(f.contains(readonly), expected)
+
+    swapped = probe.astype(probe.dtype.newbyteorder(">"))
+    assert np.array_equal(f.contains(swapped), expected)
+    assert f.count(swapped) == expected.sum()
+
+    reversed_view = probe[::-1]
+    assert np.array_equal(f.contains(reversed_view), expected[::-1])
+
+
+def test_misaligned_array_is_copied(f, rng):
+    keys = random_keys(rng, np.uint64, 1000)
+    f.add(keys)
+    raw = np.zeros(keys.nbytes + 1, dtype=np.uint8)
+    misaligned = raw[1:].view(np.uint64)
+    misaligned[:] = keys
+    assert not misaligned.flags.aligned
+    assert f.contains(misaligned).all()
+
+
+def test_buffer_protocol_and_array_interface(f):
+    f.add(array.array("q", [1, 2, 3]))
+    assert f.contains(memoryview(np.array([1, 2, 3], dtype=np.int64))).all()
+
+    class Interface:
+        def __init__(self, a):
+            self.__array_interface__ = a.__array_interface__
+            self._a = a
+
+    assert f.contains(Interface(np.array([1, 2, 3], dtype=np.int64))).all()
+
+
+def test_dlpack_cpu_tensor(f):
+    class DLPackOnly:
+        def __init__(self, a):
+            self._a = a
+
+        def __dlpack__(self, **kwargs):
+            return self._a.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return self._a.__dlpack_device__()
+
+    keys = np.arange(100, dtype=np.uint64)
+    f.add(DLPackOnly(keys))
+    assert f.contains(keys).all()
+
+
+def test_scalars_and_lists(f):
+    f.add(7)
+    f.add("seven")
+    f.add(b"bytes")
+    f.add([10, 11, 12])
+    f.add(("x", "y"))
+    assert 7 in f and "seven" in f and b"seven" in f and b"bytes" in f and "bytes" in f
+    assert f.contains([10, 11, 12]).all()
+    assert f.contains(np.int64(7)) is True
+    assert f.add_new(7) is False
+    assert f.add_new("brand new") is True
+    assert f.contains(["x", "y"]).all()
+
+
+@pytest.mark.parametrize("bad, error", [
+    (np.zeros(3, dtype=np.float64), TypeError),
+    (np.zeros(3, dtype=np.int16), TypeError),
+    (np.zeros(3, dtype=bool), TypeError),
+    (np.zeros((2, 3), dtype=np.int64), ValueError),
+    (1.5, TypeError),
+    (True, TypeError),
+    (object(), TypeError),
+    ([1, "a"], TypeError),
+    (["a", 1], TypeError),
+    (2**64, ValueError),
+    (-(2**63) - 1, ValueError),
+    (pa.array([1.0, 2.0]), TypeError),
+    (pa.array([1, 2], type=pa.int16()), TypeError),
+    (np.ma.masked_array(np.arange(3), mask=[0, 1, 0]), TypeError),
+])
+def test_bad_keys_are_refused_with_a_reason(f, bad, error):
+    with pytest.raises(error) as info:
+        f.add(bad)
+    assert str(info.value)
+    assert f.stats().keys_added == 0
+
+
+def test_in_needs_one_key(f):
+    with pytest.raises(TypeError, match="one key"):
+        np.arange(3) in f
+
+
+def test_arrow_strings_with_nulls_and_slices(rng):
+    words = [f"w{i}" if i % 5 else None for i in range(1_000)]
+    arr = pa.array(words)
+    f = gbf.Filter(2_000, 0.001)
+    f.add(arr)
+    assert f.stats().keys_added == sum(w is not None for w in words)  # nulls are not added
+    found = f.contains(arr)
+    assert np.array_equal(found, np.array([w is not None for w in words]))
+    for start, length in [(0, 1000), (1, 500), (3, 17), (7, 993), (13, 0), (999, 1)]:
+        part = arr.slice(start, length)
+        expected = np.array([w is not None for w in words[start:start + length]], dtype=bool)
+        assert np.array_equal(f.contains(part), expected), (start, length)
+        assert f.count(part) == expected.sum()
+        assert f.select(part).tolist() == np.flatnonzero(expected).tolist()
+        bits = f.contains(part, format="bitmap")
+        assert np.array_equal(np.unpackbits(bits, bitorder="little")[:length].astype(bool), expected)
+        boolean = f.contains(part, format="arrow")
+        assert isinstance(boolean, pa.BooleanArray) and boolean.to_pylist() == expected.tolist()
+    # A slice's keys are added as the slice says, not from the start of the buffers.
+    g = gbf.Filter(2_000, 0.001)
+    g.add(arr.slice(501, 100))
+    assert g.stats().keys_added == sum(w is not None for w in words[501:601])
+    assert g.contains(pa.array(words[501:601])).sum() == g.stats().keys_added
+
+
+def test_arrow_add_new_and_select_skip_nulls():
+    f = gbf.Filter(1_000, 0.001)
+    is_new = f.add_new(pa.array(["a", None, "a", "b"]))
+    assert is_new.tolist() == [True, False, False, True]
+    assert f.select(pa.array([None, "a", "zz", "b"])).tolist() == [1, 3]
+
+
+def test_arrow_integers_with_nulls():
+    f = gbf.Filter(1_000, 0.0001)
+    ints = pa.array([1, None, 3, None, 5] * 3, type=pa.int64())
+    assert f.add_new(ints).tolist() == [True, False, True, False, True] + [False] * 10
+    assert f.stats().keys_added == 9
+    assert f.contains(ints).tolist() == [True, False, True, False, True] * 3
+    assert f.count(ints) == 9
+    assert f.select(ints.slice(1, 5)).tolist() == [1, 3, 4]  # [null, 3, null, 5, 1]
+    # The value under a null slot (0 here) is not a key that was added.
+    assert 0 not in f
+    for t in (pa.int32(), pa.uint32(), pa.uint64()):
+        g = gbf.Filter(100, 0.0001)
+        g.add(pa.array([7, None], type=t))
+        assert g.stats().keys_added == 1
+        width = np.int32 if t in (pa.int32(), pa.uint32()) else np.int64
+        assert g.contains(np.array([7], dtype=width))[0]
+
+
+def test_arrow_chunked_array_and_stream_rows_are_global():
+    f = gbf.Filter(1_000, 0.0001)
+    f.add(pa.array(["k1", "k3"]))
+    chunked = pa.chunked_array([["k0", "k1"], [], ["k2", "k3", None]])
+    assert f.contains(chunked).tolist() == [False, True, False, True, False]
+    assert f.select(chunked).tolist() == [1, 3]
+    assert f.count(pa.table({"c": chunked})["c"]) == 2
+
+
+def test_chunking_gives_the_answers_of_one_call(rng):
+    keys = rng.integers(0, 2**64 - 1, size=10_001, dtype=np.uint64)
+    probe = np.concatenate([keys[::2], rng.integers(0, 2**64 - 1, size=10_000, dtype=np.uint64)])
+    whole = gbf.Filter(10_000, 0.05, backend="cpu")
+    chunked = gbf.Filter(10_000, 0.05, backend="cpu")
+    chunked.chunk_keys = 1_000
+    assert chunked.chunk_keys == 1_000
+    chunked.chunk_keys = 999
+    assert chunked.chunk_keys == 1_000  # rounded up to a multiple of 8
+    repeated = np.concatenate([keys, keys[:500]])
+    assert np.array_equal(whole.add_new(repeated), chunked.add_new(repeated))
+    assert np.array_equal(whole.words(), chunked.words())
+    assert whole.contains(keys).all() and chunked.contains(keys).all()
+    assert np.array_equal(whole.contains(probe), chunked.contains(probe))
+    assert whole.count(probe) == chunked.count(probe)
+    assert np.array_equal(whole.select(probe), chunked.select(probe))
+    words = pa.array([f"s{i}" if i % 3 else None for i in range(5_000)]).slice(3)
+    assert np.array_equal(whole.contains(words), chunked.contains(words))
+    assert np.array_equal(whole.select(words), chunked.select(words))
+
+
+def test_out_arrays(f, rng):
+    keys = rng.integers(0, 2**64 - 1, size=1000, dtype=np.uint64)
+    f.add(keys[:500])
+    out = np.zeros(1000, dtype=bool)
+    result = f.contains(keys, out=out)
+    assert result is out and out[:500].all()
+    as_bytes = np.zeros(1000, dtype=np.uint8)
+    f.contains(keys, out=as_bytes)
+    assert np.array_equal(as_bytes.astype(bool), out)
+    for bad in (np.zeros(999, dtype=bool), np.zeros(1000, dtype=np.int64), np.zeros(2000, dtype=bool)[::2]):
+        with pytest.raises(ValueError):
+            f.contains(keys, out=bad)
+    ro = np.zeros(1000, dtype=bool)
+    ro.setflags(write=False)
+    with pytest.raises(ValueError):
+        f.contains(keys, out=ro)
+    with pytest.raises(ValueError, match="format"):
+        f.contains(keys, format="pandas")
+    with pytest.raises(ValueError, match="stream"):
+        f.contains(keys, stream=1)
+
+
+def test_empty_batches(f):
+    for empty in (np.array([], dtype=np.int64), [], pa.array([], type=pa.string())):
+        f.add(empty)
+        assert f.contains(empty).shape == (0,)
+        assert f.count(empty) == 0
+        assert f.select(empty).shape == (0,)
+    assert f.stats().keys_added == 0
