@@ -36,5 +36,6 @@ if ! python3 -c 'import os, sysconfig; assert os.path.exists(os.path.join(syscon
   echo "setup: installing python3-dev (Python.h)" >&2
   sudo_cmd=()
   [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq python3-dev >/dev/null
 fi

@@ -342,7 +342,7 @@ void init_module(nb::module_& m) {
                           s.estimated_fpr, s.keys_added, s.capacity, s.over_capacity);
   });
   cls.def("words", [](py_filter& self) {
-    nb::object out = new_numpy_array(self.f.get_layout().num_words(), NPY_UINT32);
+    nb::object out = new_numpy_array(self.f.layout().num_words(), NPY_UINT32);
     auto* data = static_cast<std::uint32_t*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(out.ptr())));
     {
       nb::gil_scoped_release release;
@@ -387,7 +387,7 @@ void init_module(nb::module_& m) {
       nb::gil_scoped_release release;
       std::lock_guard<std::mutex> lock(self.mutex);
       if (target == backend::automatic) {
-        copy.emplace(filter::from_words(self.f.get_layout(), self.f.words().data(),
+        copy.emplace(filter::from_words(self.f.layout(), self.f.words().data(),
                                         make_options(target, threads), self.f.capacity(),
                                         self.f.stats().keys_added));
       } else {
@@ -399,13 +399,13 @@ void init_module(nb::module_& m) {
 
   cls.def_prop_ro("backend", [](py_filter& self) { return std::string(to_string(self.f.where())); });
   cls.def_prop_ro("requested_backend", [](py_filter& self) { return std::string(to_string(self.requested)); });
-  cls.def_prop_ro("backend_description", [](py_filter& self) { return self.f.backend_description(); });
+  cls.def_prop_ro("backend_description", [](py_filter& self) { return self.f.description(); });
   cls.def_prop_ro("threads", [](py_filter& self) { return self.threads; });
-  cls.def_prop_ro("_layout", [](py_filter& self) { return layout_tuple(self.f.get_layout()); });
+  cls.def_prop_ro("_layout", [](py_filter& self) { return layout_tuple(self.f.layout()); });
   cls.def_prop_ro("_capacity", [](py_filter& self) { return self.f.capacity(); });
   cls.def_prop_ro("_fpp", [](py_filter& self) { return self.fpp; });
-  cls.def_prop_ro("size_bytes", [](py_filter& self) { return self.f.get_layout().size_bytes(); });
-  cls.def_prop_ro("num_bits", [](py_filter& self) { return self.f.get_layout().num_bits(); });
+  cls.def_prop_ro("size_bytes", [](py_filter& self) { return self.f.layout().size_bytes(); });
+  cls.def_prop_ro("num_bits", [](py_filter& self) { return self.f.layout().num_bits(); });
   cls.def_prop_rw(
       "chunk_keys", [](py_filter& self) { return self.chunk_keys; },
       [](py_filter& self, std::size_t keys) {
