@@ -21,6 +21,7 @@
 #include "cli/commands.hpp"
 #include "cli/demo.hpp"
 #include "cli/join.hpp"
+#include "cli/parquet.hpp"
 #include "gbf/error.hpp"
 #include "host/io/atomic_file.hpp"
 
@@ -290,6 +291,8 @@ int main(int argc, char** argv) {
   join_cmd->add_option("--export-csv", join.export_csv, "Write orders.csv and lineitem.csv to this directory");
   join_cmd->add_flag("--json", join.json, "One JSON object instead of text");
   join_cmd->final_callback([&] { command = [&] { return run_join(join); }; });
+
+  add_parquet_command(app, command);
 
   try {
     app.parse(argc, argv);

@@ -2,6 +2,7 @@
 #include "gbf/error.hpp"
 #include "host/bloom_backend.hpp"
 #include "host/keys.hpp"
+#include "host/parquet/prune.hpp"
 
 namespace gbf {
 
@@ -20,6 +21,10 @@ std::unique_ptr<bloom_backend> make_gpu_bloom(const layout&, const options&, std
 memory_space locate(const void*) { return memory_space::host; }
 
 void copy_device_to_host(void*, const void*, std::size_t) {
+  throw no_gpu(std::string("no GPU: ") + no_cuda);
+}
+
+std::unique_ptr<parquet::gpu_prune_backend> parquet::make_gpu_pruner(const packed_filters&) {
   throw no_gpu(std::string("no GPU: ") + no_cuda);
 }
 

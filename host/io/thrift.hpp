@@ -1,6 +1,8 @@
 // Thrift compact protocol, the encoding of Parquet's metadata: a reader that
-// walks fields and skips what it does not know, and Parquet's BloomFilterHeader
-// in both directions.
+// walks fields, reads the scalar, binary and list values Parquet's structs hold
+// and skips what it does not know; and Parquet's BloomFilterHeader in both
+// directions. (The file footer, FileMetaData, is read with this same reader in
+// host/io/parquet_footer.cpp.)
 //
 //   struct BloomFilterHeader {
 //     1: required i32 numBytes;
@@ -13,7 +15,9 @@
 // the id as a zigzag varint; 0 ends a struct. i32 values are zigzag varints.
 //
 // Every malformed input is a format_error naming the source and the problem
-// (never a crash, never unbounded work: counts are checked against the bytes left).
+// (never a crash, never unbounded work or memory: every count and length is
+// checked against the bytes left before anything that size is read or
+// allocated, and each element of a container takes at least one byte).
 #pragma once
 
 #include <cstdint>
@@ -53,7 +57,10 @@ std::vector<std::uint8_t> bloom_filter_header(std::uint32_t num_bytes);
 
 class reader {
  public:
-  explicit reader(byte_source& in) : in_(in) {}
+  /// `subject` names what is read in error messages ("malformed <subject>: ...",
+  /// "truncated <subject>").
+  explicit reader(byte_source& in, const char* subject = "Parquet Thrift header")
+      : in_(in), subject_(subject) {}
 
   struct field {
     std::uint8_t type = 0;  // 0: the struct's stop byte
@@ -77,6 +84,75 @@ class reader {
     const std::uint64_t raw = varint();
     if (raw > 0xFFFFFFFFu) malformed("i32 varint out of range");
     return static_cast<std::int32_t>(zigzag(raw));
+  }
+
+  std::int64_t read_i64() { return zigzag(varint()); }
+
+  /// An i8 field or element: one byte, two's complement.
+  std::int8_t read_i8() { return static_cast<std::int8_t>(byte()); }
+
+  /// A bool field's value, which lives in its header's type nibble.
+  static bool bool_value(const field& f) { return f.type == bool_true; }
+
+  /// A binary / string value: a varint length, then that many bytes (checked
+  /// against the bytes left before anything is allocated).
+  std::string read_binary() {
+    const std::uint64_t length = varint();
+    if (length > in_.remaining()) truncated();
+    std::string value(static_cast<std::size_t>(length), '\0');
+    if (length > 0 && in_.read(reinterpret_cast<std::uint8_t*>(value.data()), value.size()) != length)
+      truncated();
+    return value;
+  }
+
+  /// A list or set header: the element type and the element count, the count
+  /// checked against the bytes left (every element takes at least one byte).
+  struct list_header {
+    std::uint8_t element = 0;
+    std::uint64_t size = 0;
+  };
+  list_header read_list_header() {
+    const std::uint8_t h = byte();
+    list_header list;
+    list.element = checked_element(h & 0x0F);
+    list.size = (h >> 4) == 15 ? varint() : h >> 4;
+    check_count(list.size);
+    return list;
+  }
+
+  /// Throws "<name> has Thrift type T, expected <expected name> (E)" unless f.type is `expected`
+  /// (either bool type matches bool_true).
+  void expect(const field& f, std::uint8_t expected, const char* name) const {
+    const bool is_bool = f.type == bool_true || f.type == bool_false;
+    if (f.type == expected || (expected == bool_true && is_bool)) return;
+    malformed(std::string(name) + " has Thrift type " + std::to_string(f.type) + ", expected " +
+              type_name(expected) + " (" + std::to_string(expected) + ")");
+  }
+  /// Throws unless a list's elements are of type `expected`.
+  void expect_elements(const list_header& list, std::uint8_t expected, const char* name) const {
+    const bool is_bool = list.element == bool_true || list.element == bool_false;
+    if (list.element == expected || (expected == bool_true && is_bool)) return;
+    malformed(std::string(name) + " has elements of Thrift type " + std::to_string(list.element) +
+              ", expected " + type_name(expected) + " (" + std::to_string(expected) + ")");
+  }
+
+  static const char* type_name(std::uint8_t t) {
+    switch (t) {
+      case bool_true:
+      case bool_false: return "bool";
+      case i8: return "i8";
+      case i16: return "i16";
+      case i32: return "i32";
+      case i64: return "i64";
+      case dbl: return "double";
+      case binary: return "binary";
+      case list: return "list";
+      case set: return "set";
+      case map: return "map";
+      case structure: return "struct";
+      case uuid: return "uuid";
+      default: return "unknown";
+    }
   }
 
   // Skips the rest of a struct whose fields are all unknown to us.
@@ -130,13 +206,14 @@ class reader {
   }
 
   [[noreturn]] void malformed(const std::string& what) const {
-    in_.fail("malformed Parquet Thrift header: " + what);
+    in_.fail("malformed " + std::string(subject_) + ": " + what);
   }
+  [[noreturn]] void truncated() const { in_.fail("truncated " + std::string(subject_)); }
 
  private:
   std::uint8_t byte() {
     std::uint8_t b;
-    if (in_.read(&b, 1) != 1) in_.fail("truncated Parquet Thrift header");
+    if (in_.read(&b, 1) != 1) truncated();
     return b;
   }
 
@@ -156,7 +233,7 @@ class reader {
   }
 
   void skip_bytes(std::uint64_t n) {
-    if (n > in_.remaining()) in_.fail("truncated Parquet Thrift header");
+    if (n > in_.remaining()) truncated();
     std::uint8_t sink[256];
     while (n > 0) {
       const std::size_t step = static_cast<std::size_t>(std::min<std::uint64_t>(n, sizeof sink));
@@ -168,7 +245,7 @@ class reader {
   // Every container element takes at least one byte, so a count beyond the
   // remaining input is a lie; rejecting it up front keeps skipping O(input).
   void check_count(std::uint64_t count) const {
-    if (count > in_.remaining()) in_.fail("truncated Parquet Thrift header");
+    if (count > in_.remaining()) truncated();
   }
 
   std::uint8_t checked_element(int t) const {
@@ -177,10 +254,8 @@ class reader {
   }
 
   byte_source& in_;
+  const char* subject_;
 };
-
-// Reads one of the header's unions, which must hold exactly one member: id 1,
-// a struct (the empty BLOCK / XXHASH / UNCOMPRESSED struct, whose unknown
 
 /// Parses a BloomFilterHeader and returns numBytes (checked: a positive multiple of 32).
 std::uint64_t read_bloom_filter_header(byte_source& in);

@@ -3,9 +3,10 @@
 //
 //   gbf_fuzz_load_driver [iterations = 20000] [seed = 1]
 //
-// Inputs: random bytes; and valid native files and Parquet bitsets (with and
-// without header) of several layouts, mutated by byte flips, truncation,
-// appended bytes, or bytes inserted into the header; native files are
+// Inputs: random bytes; and valid native files, Parquet bitsets (with and
+// without header) of several layouts, Parquet files and a bare Parquet footer,
+// mutated by byte flips, truncation, appended bytes, or bytes inserted into
+// the header; native files are
 // sometimes re-checksummed after the mutation so that the header checks and
 // the accept path are reached, not only the checksum.
 #include <algorithm>
@@ -21,6 +22,8 @@
 #include "gbf/filter.hpp"
 #include "gbf/hash.hpp"
 #include "gbf/io.hpp"
+#include "gbf/parquet.hpp"
+#include "tests/io/parquet_builder.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
 
@@ -40,7 +43,7 @@ gbf::filter random_filter(std::mt19937_64& rng, std::uint32_t w, std::uint32_t k
 }
 
 // Valid inputs the mutations start from.
-enum class input_kind { native, parquet_with_header, parquet_raw };
+enum class input_kind { native, parquet_with_header, parquet_raw, parquet_file, parquet_footer };
 struct seed_input {
   bytes data;
   input_kind kind;
@@ -57,16 +60,49 @@ std::vector<seed_input> seed_inputs(std::mt19937_64& rng) {
     seeds.push_back({gbf::to_parquet_sbbf(f, true), input_kind::parquet_with_header});
     seeds.push_back({gbf::to_parquet_sbbf(f, false), input_kind::parquet_raw});
   }
+  // Parquet files (flat and nested schemas, filters with and without their
+  // length), and a bare footer (the fuzz target wraps it into a file).
+  namespace pb = gbf::test::parquet;
+  pb::file_spec flat;
+  flat.schema = {pb::group("schema", 2), pb::leaf("a", 1), pb::leaf("s", 6)};
+  pb::file_spec nested;
+  nested.schema = {pb::group("schema", 2), pb::group("user", 1), pb::leaf("id", 2), pb::leaf("a", 1)};
+  for (int g = 0; g < 3; ++g) {
+    pb::row_group_spec rg;
+    rg.num_rows = 10 + g;
+    rg.chunks.push_back(pb::chunk(pb::sbbf_with(std::vector<std::uint32_t>{1, 2, 3}, 1u << g)));
+    rg.chunks.push_back(pb::chunk(pb::sbbf_with(std::vector<std::uint64_t>{4}, 1)));
+    rg.chunks.back().write_length = g != 1;
+    flat.row_groups.push_back(rg);
+    nested.row_groups.push_back(rg);
+  }
+  seeds.push_back({pb::build(flat), input_kind::parquet_file});
+  seeds.push_back({pb::build(nested), input_kind::parquet_file});
+  pb::file_spec bare = nested;
+  for (pb::row_group_spec& rg : bare.row_groups)
+    for (pb::chunk_spec& c : rg.chunks) c.filter.reset();
+  seeds.push_back({pb::footer(bare, {}), input_kind::parquet_footer});
   // Every seed must be accepted unmodified, or the mutations test nothing
   // (a rejection throws out of main and fails the run).
   gbf::options cpu;
   cpu.where = gbf::backend::cpu;
+  gbf::parquet::read_options missing_ok;
+  missing_ok.allow_missing = true;
   for (const seed_input& s : seeds) {
-    if (s.kind == input_kind::native)
+    if (s.kind == input_kind::native) {
       gbf::deserialize(s.data.data(), s.data.size(), cpu);
-    else
+    } else if (s.kind == input_kind::parquet_file) {
+      gbf::parquet::column_filters(s.data.data(), s.data.size(), "a", missing_ok);
+    } else if (s.kind == input_kind::parquet_footer) {
+      bytes file = {'P', 'A', 'R', '1'};
+      file.insert(file.end(), s.data.begin(), s.data.end());
+      for (int i = 0; i < 4; ++i) file.push_back(static_cast<std::uint8_t>(s.data.size() >> (8 * i)));
+      for (char c : {'P', 'A', 'R', '1'}) file.push_back(static_cast<std::uint8_t>(c));
+      gbf::parquet::column_filters(file.data(), file.size(), "user.id", missing_ok);
+    } else {
       gbf::from_parquet_sbbf(s.data.data(), s.data.size(),
                              s.kind == input_kind::parquet_with_header, cpu);
+    }
   }
   return seeds;
 }
@@ -90,8 +126,11 @@ bytes mutate(std::mt19937_64& rng, const std::vector<seed_input>& seeds) {
     case 0:  // byte flips anywhere
       for (std::size_t n = 1 + pick(4); n > 0; --n) b[pick(b.size())] ^= static_cast<std::uint8_t>(1 + pick(255));
       break;
-    case 1:  // byte flips in the first 96 bytes (the headers)
-      for (std::size_t n = 1 + pick(3); n > 0; --n) b[pick(std::min<std::size_t>(96, b.size()))] = static_cast<std::uint8_t>(rng());
+    case 1:  // byte flips in the headers: the first 96 bytes, or a Parquet file's footer at its end
+      for (std::size_t n = 1 + pick(3); n > 0; --n) {
+        const std::size_t at = pick(std::min<std::size_t>(96, b.size()));
+        b[s.kind == input_kind::parquet_file ? b.size() - 1 - at : at] = static_cast<std::uint8_t>(rng());
+      }
       break;
     case 2:  // truncation
       b.resize(pick(b.size()));

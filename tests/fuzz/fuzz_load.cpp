@@ -1,5 +1,8 @@
 // Fuzz target for the loaders: every input goes to deserialize() (gbf native
-// format) and to from_parquet_sbbf() with and without the Thrift header.
+// format), to from_parquet_sbbf() with and without the Thrift header, and to
+// parquet::column_filters() twice: as a whole Parquet file, and as a footer
+// (FileMetaData) wrapped into the smallest file around it ("PAR1", the input,
+// its length, "PAR1"), so that arbitrary bytes reach the footer parser.
 // Rejection must be a gbf::error; anything else escaping (another exception, a
 // crash, a sanitizer report) is a bug. An input that is accepted must hold
 // exactly the bits the filter now has: the words, little-endian, are the
@@ -17,6 +20,7 @@
 #include "gbf/error.hpp"
 #include "gbf/filter.hpp"
 #include "gbf/io.hpp"
+#include "gbf/parquet.hpp"
 
 namespace {
 
@@ -49,6 +53,33 @@ bool words_equal(const gbf::filter& f, const std::uint8_t* bytes, std::size_t si
   return true;
 }
 
+/// Column names the driver's Parquet seeds (tests/io/parquet_builder.hpp) use.
+const char* const parquet_columns[] = {"a", "s", "user.id"};
+
+/// Reads a seed column (which one varies with the input, to keep each input
+/// cheap) of a Parquet file in `file`; a rejection must be a gbf::error, an
+/// accepted read must be consistent with the input.
+void read_parquet_column(const std::vector<std::uint8_t>& file) {
+  gbf::parquet::read_options opts;
+  opts.allow_missing = true;
+  opts.filters = fuzz_options();
+  const char* column = parquet_columns[file.size() % 3];
+  {
+    try {
+      const gbf::parquet::column_filter_set set =
+          gbf::parquet::column_filters(file.data(), file.size(), column, opts, "fuzz");
+      require(set.column.path == column, "Parquet column path differs");
+      for (std::size_t g = 0; g < set.row_groups.size(); ++g) {
+        const gbf::parquet::row_group_filter& rg = set.row_groups[g];
+        require(rg.row_group == g, "Parquet row groups out of order");
+        require(!rg.bloom || rg.bloom->layout().size_bytes() < file.size(),
+                "a Parquet filter larger than its file");
+      }
+    } catch (const gbf::error&) {
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -78,5 +109,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     require(words_equal(f, data, size), "Parquet words (no header) differ");
   } catch (const gbf::error&) {
   }
+
+  read_parquet_column(std::vector<std::uint8_t>(data, data + size));
+  std::vector<std::uint8_t> wrapped = {'P', 'A', 'R', '1'};
+  wrapped.insert(wrapped.end(), data, data + size);
+  for (int i = 0; i < 4; ++i) wrapped.push_back(static_cast<std::uint8_t>(size >> (8 * i)));
+  for (char c : {'P', 'A', 'R', '1'}) wrapped.push_back(static_cast<std::uint8_t>(c));
+  read_parquet_column(wrapped);
   return 0;
 }
