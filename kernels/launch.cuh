@@ -29,7 +29,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cub/block/block_reduce.cuh>
 
 #include "gbf/detail/cuda_check.hpp"
 #include "gbf/device_ref.cuh"
@@ -37,6 +36,7 @@
 #include "gbf/hash.hpp"
 #include "gbf/keys.hpp"
 #include "kernels/keys.cuh"
+#include "kernels/launch.hpp"
 
 namespace gbf::detail::gpu {
 
@@ -56,17 +56,14 @@ __device__ __forceinline__ std::size_t grid_stride() {
   return static_cast<std::size_t>(gridDim.x) * blockDim.x;
 }
 
-/// Sums `value` over the CTA and adds the total to *counter: one atomic per CTA.
-/// Every thread of the CTA must call it.
+/// Sums `value` over the warp by shuffles and adds the total to *counter: one
+/// atomic per warp and launch (a thread's value already sums its grid-stride
+/// loop). Every lane of the warp must call it. A shuffle tree rather than
+/// cub::BlockReduce, whose header costs every kernel file ~8 s of nvcc time.
 __device__ __forceinline__ void add_block_total(counter_t value, counter_t* counter) {
-  using reduce = cub::BlockReduce<counter_t, block_threads>;
-  __shared__ typename reduce::TempStorage temp;
-  const counter_t total = reduce(temp).Sum(value);  // valid in thread 0 only
-  if (threadIdx.x == 0 && total != 0) atomicAdd(counter, total);
+  for (int offset = 16; offset > 0; offset /= 2) value += __shfl_down_sync(0xffffffffu, value, offset);
+  if ((threadIdx.x & 31u) == 0 && value != 0) atomicAdd(counter, value);
 }
-
-/// Streaming multiprocessors of `device`, queried once per device (kernels/launch.cu).
-int multiprocessors(int device);
 
 /// Launches Kernel over `work_items` items (grid-stride, see the file comment) on `stream`.
 template <auto Kernel, class... Args>

@@ -48,11 +48,12 @@
 #include <type_traits>
 
 #include "gbf/error.hpp"
-#include "gbf/filter.hpp"
 #include "gbf/hash.hpp"
 #include "gbf/layout.hpp"
 
 namespace gbf {
+
+class filter;  // gbf/filter.hpp: include it to view a filter (device_ref(filter&))
 
 /// A warp as a cooperative group: the tile the cooperative string overloads take.
 using warp_tile = cooperative_groups::thread_block_tile<32>;

@@ -1,9 +1,13 @@
 // Device attributes the launch layer reads at every launch, queried once per
-// device (kernels/launch.cuh).
+// device (kernels/launch.hpp).
+#include "kernels/launch.hpp"
+
+#include <cuda_runtime_api.h>
+
 #include <array>
 #include <atomic>
 
-#include "kernels/launch.cuh"
+#include "gbf/detail/cuda_check.hpp"
 
 namespace gbf::detail::gpu {
 
