@@ -17,8 +17,8 @@
 
 #include "cli/progress.hpp"
 #include "cli/text.hpp"
+#include "gbf/files.hpp"
 #include "gbf/io.hpp"
-#include "host/io/atomic_file.hpp"
 
 namespace gbf::cli {
 namespace {
@@ -72,14 +72,14 @@ void refuse_output_over_inputs(const std::string& option, const std::string& pat
   }
 }
 
-/// The lock of one output file (detail::write_lock on its target, links
+/// The lock of one output file (gbf::file_lock on its target, links
 /// followed), held from before the command reads its inputs until after the
 /// output is renamed into place, so that two gbf processes never both write it.
 class output_lock {
  public:
   output_lock(const std::string& path, bool wait) {
     try {
-      lock_.emplace(detail::resolve_links(path), wait);
+      lock_.emplace(path, wait);
     } catch (const io_error& e) {
       if (e.os_error() != EWOULDBLOCK) throw;
       throw io_error(std::string(e.what()) + "; pass --wait to wait for it", EWOULDBLOCK);
@@ -87,7 +87,7 @@ class output_lock {
   }
 
  private:
-  std::optional<detail::write_lock> lock_;
+  std::optional<file_lock> lock_;
 };
 
 /// Throws invalid_argument naming `file` and every condition a Parquet export of `l` fails.
@@ -251,7 +251,7 @@ bool add_keys(filter& f, key_reader& reader, const keys_input& keys, const run_o
 // ---------------------------------------------------------------------------
 
 /// Writes query answers to --out as bytes, an LSB-first bitmap, or "0"/"1"
-/// lines, atomically like a filter (detail::atomic_file_sink): until close()
+/// lines, atomically like a filter (gbf::atomic_file): until close()
 /// the results file is untouched, and a failure leaves it as it was.
 class result_writer {
  public:
@@ -295,7 +295,7 @@ class result_writer {
   }
 
   static constexpr std::size_t buffer_bytes = std::size_t{1} << 20;
-  detail::atomic_file_sink file_;
+  atomic_file file_;
   result_format format_;
   std::vector<std::uint8_t> buffer_;
   unsigned pending_ = 0;

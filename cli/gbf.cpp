@@ -23,7 +23,7 @@
 #include "cli/join.hpp"
 #include "cli/parquet.hpp"
 #include "gbf/error.hpp"
-#include "host/io/atomic_file.hpp"
+#include "gbf/files.hpp"
 
 namespace {
 
@@ -133,7 +133,7 @@ void add_output(CLI::App* cmd, filter_file& output, run_options& run) {
 }
 
 extern "C" void on_fatal_signal(int sig) {
-  gbf::detail::remove_unfinished_files();
+  gbf::remove_unfinished_files();
   // SA_RESETHAND restored the default action and SA_NODEFER leaves the signal
   // unblocked: raising it again ends the process as the signal would have.
   raise(sig);

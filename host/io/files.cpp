@@ -1,0 +1,28 @@
+// The public face of the atomic save and the writer lock (gbf/files.hpp).
+#include "gbf/files.hpp"
+
+#include "host/io/atomic_file.hpp"
+
+namespace gbf {
+
+atomic_file::atomic_file(const std::string& path)
+    : sink_(std::make_unique<detail::atomic_file_sink>(path)) {}
+atomic_file::~atomic_file() = default;
+atomic_file::atomic_file(atomic_file&&) noexcept = default;
+atomic_file& atomic_file::operator=(atomic_file&&) noexcept = default;
+
+void atomic_file::write(const void* data, std::size_t bytes) {
+  sink_->write(static_cast<const std::uint8_t*>(data), bytes);
+}
+void atomic_file::commit() { sink_->commit(); }
+const std::string& atomic_file::target() const { return sink_->target(); }
+
+file_lock::file_lock(const std::string& path, bool wait)
+    : lock_(std::make_unique<detail::write_lock>(detail::resolve_links(path), wait)) {}
+file_lock::~file_lock() = default;
+file_lock::file_lock(file_lock&&) noexcept = default;
+file_lock& file_lock::operator=(file_lock&&) noexcept = default;
+
+void remove_unfinished_files() noexcept { detail::remove_unfinished_files(); }
+
+}  // namespace gbf
