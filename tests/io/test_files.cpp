@@ -1,0 +1,109 @@
+// gbf/files.hpp: the crash-safe save and the writer lock as applications use them.
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <chrono>
+#include <memory>
+#include <vector>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "gbf/error.hpp"
+#include "gbf/files.hpp"
+#include "tests/io/io_support.hpp"
+
+namespace gbf::test {
+namespace {
+
+bytes text(const std::string& s) { return bytes(s.begin(), s.end()); }
+
+TEST(AtomicFile, CommitReplacesTheTargetWithExactlyWhatWasWritten) {
+  temp_dir dir;
+  const std::string path = dir.file("out.bin");
+  write_all(path, text("old contents"));
+  {
+    atomic_file out(path);
+    out.write("new ", 4);
+    out.write("contents!", 9);
+    EXPECT_EQ(read_all(path), text("old contents"));  // untouched until commit
+    out.commit();
+  }
+  EXPECT_EQ(read_all(path), text("new contents!"));
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"out.bin"});
+}
+
+TEST(AtomicFile, DestroyedWithoutCommitLeavesTheTargetAndNoTemporary) {
+  temp_dir dir;
+  const std::string path = dir.file("keep.bin");
+  write_all(path, text("keep me"));
+  {
+    atomic_file out(path);
+    out.write("half", 4);
+  }
+  EXPECT_EQ(read_all(path), text("keep me"));
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"keep.bin"});
+}
+
+TEST(AtomicFile, MovedFileCommitsOnce) {
+  temp_dir dir;
+  const std::string path = dir.file("moved.bin");
+  atomic_file first(path);
+  first.write("abc", 3);
+  atomic_file second = std::move(first);
+  second.commit();
+  EXPECT_EQ(read_all(path), text("abc"));
+  EXPECT_EQ(second.target(), path);
+}
+
+TEST(AtomicFile, MissingDirectoryIsAnIoErrorNamingThePath) {
+  temp_dir dir;
+  const std::string path = dir.file("no/such/dir/out.bin");
+  try {
+    atomic_file out(path);
+    FAIL() << "expected io_error";
+  } catch (const io_error& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    EXPECT_EQ(e.os_error(), ENOENT);
+  }
+}
+
+TEST(FileLock, SecondWriterWithoutWaitIsRefusedWhileTheFirstHoldsIt) {
+  temp_dir dir;
+  const std::string path = dir.file("locked.gbf");
+  {
+    file_lock held(path, false);
+    // flock is per open file description, so a second lock in this process conflicts too.
+    try {
+      file_lock second(path, false);
+      FAIL() << "expected io_error";
+    } catch (const io_error& e) {
+      EXPECT_EQ(e.os_error(), EWOULDBLOCK) << e.what();
+    }
+  }
+  file_lock again(path, false);  // released with the first holder
+  SUCCEED();
+}
+
+TEST(FileLock, WaitingWriterGetsTheLockWhenTheHolderReleasesIt) {
+  temp_dir dir;
+  const std::string path = dir.file("wait.gbf");
+  auto held = std::make_unique<file_lock>(path, false);
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    held.reset();
+  });
+  file_lock waited(path, true);
+  releaser.join();
+  EXPECT_EQ(held, nullptr);
+}
+
+TEST(FileLock, ReleasedLockLeavesNoLockFile) {
+  temp_dir dir;
+  const std::string path = dir.file("clean.gbf");
+  { file_lock held(path, false); }
+  EXPECT_TRUE(dir.entries().empty());
+}
+
+}  // namespace
+}  // namespace gbf::test
