@@ -315,10 +315,6 @@ void print_selected(const key_chunk& c, const bool* found, std::uint64_t first_r
   }
 }
 
-void check_stdout() {
-  if (std::fflush(stdout) != 0 || std::ferror(stdout))
-    throw io_error(std::string("standard output: write failed: ") + std::strerror(errno), errno);
-}
 
 // ---------------------------------------------------------------------------
 // info

@@ -37,24 +37,6 @@ struct parquet_args {
   run_options run;
 };
 
-void check_stdout() {
-  if (std::fflush(stdout) != 0 || std::ferror(stdout))
-    throw io_error(std::string("standard output: write failed: ") + std::strerror(errno), errno);
-}
-
-std::string bytes_text(std::uint64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (value >= 1024 && unit < 4) {
-    value /= 1024;
-    ++unit;
-  }
-  char text[32];
-  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
-  return text;
-}
-
 std::string type_text(const pq::column_info& c) {
   std::string text = pq::to_string(c.type);
   if (c.type == pq::physical_type::fixed_len_byte_array)

@@ -1,6 +1,10 @@
 #include "cli/text.hpp"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+
+#include "gbf/error.hpp"
 
 namespace gbf::cli {
 
@@ -20,6 +24,24 @@ std::string human(double x) {
   char text[32];
   std::snprintf(text, sizeof text, unit == 0 ? "%.0f%s" : "%.3g%s", x, units[unit]);
   return text;
+}
+
+std::string bytes_text(std::uint64_t bytes) {
+  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  std::size_t unit = 0;
+  while (value >= 1024 && unit + 1 < sizeof units / sizeof units[0]) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
+  return text;
+}
+
+void check_stdout() {
+  if (std::fflush(stdout) != 0 || std::ferror(stdout))
+    throw io_error(std::string("standard output: write failed: ") + std::strerror(errno), errno);
 }
 
 std::string mib_text(double mib) {

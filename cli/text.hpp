@@ -16,6 +16,13 @@ std::string human(double x);
 /// numbers grouped, others to 6 significant digits). Byte counts pass `bytes >> 20`.
 std::string mib_text(double mib);
 
+/// A byte count in binary units: 96 -> "96 B", 1536 -> "1.5 KiB", 3 << 29 -> "1.5 GiB".
+std::string bytes_text(std::uint64_t bytes);
+
+/// Flushes standard output; io_error (with errno) when a write to it failed
+/// (a closed pipe, a full disk), so a command never exits 0 after losing output.
+void check_stdout();
+
 /// `s` as a JSON string literal: quotes, backslashes and control bytes escaped.
 std::string json_string(const std::string& s);
 
