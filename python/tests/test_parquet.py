@@ -188,7 +188,7 @@ def test_answers_equal_duckdbs_parquet_bloom_probe(files):
         values = table[column].to_pylist()[::100] + _absent(table, column, n=60).to_pylist()
         result = pruner.prune(pa.array(values, type=table[column].type), per_key=True)
         for i, v in enumerate(values):
-            rows = con.execute(f"SELECT row_group_id, bloom_filter_excludes FROM parquet_bloom_probe(?, ?, ?)",
+            rows = con.execute("SELECT row_group_id, bloom_filter_excludes FROM parquet_bloom_probe(?, ?, ?)",
                                [path, column, v]).fetchall()
             duck = sorted(g for g, excludes in rows if not excludes)
             assert list(result.row_groups_of(i)) == duck, (column, v)
