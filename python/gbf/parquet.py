@@ -8,6 +8,7 @@ of .parquet files, and row-group pruning for a batch of keys over many files.
     r = pq.prune(["f1.parquet", "f2.parquet"], "user_id", ids, per_key=True)
     r.may_hold                                     # uint8 per row group: 0 = no key is in it
     r.row_groups_of(i)                             # the row groups key i may be in
+    pq.extract_filter("f1.parquet", "user_id").save("ids.sbbf", format="parquet-sbbf")
 
 Keys are hashed the way Parquet hashes the column's values (its PLAIN encoding, xxh64 seed
 0): integers by value, converted to the column's width (an INT32 column hashes 4 bytes, so a
@@ -32,6 +33,7 @@ from typing import Any, List, NamedTuple, Optional, Sequence, Union
 import numpy as np
 
 from . import _core
+from ._errors import InvalidArgument
 from ._filter import Filter
 
 #: A Parquet file: a path, or the bytes of the whole file (bytes, bytearray, memoryview, ...).
@@ -191,5 +193,44 @@ def prune(files: Sequence[Source], column: str, keys: Any, per_key: bool = False
                   threads=threads).prune(keys, per_key, mask=mask)
 
 
+def extract_filter(source: Source, column: str, row_group: Optional[int] = None, *, backend: str = "cpu",
+                   threads: int = 0) -> Filter:
+    """A column's Bloom filter out of a Parquet file (a path or its bytes) as one gbf.Filter,
+    as `gbf parquet FILE --column C --extract` writes it: row group `row_group`'s filter, or
+    (None) the union (OR) of every row group's filter, which holds every value of the
+    column and needs all of them present and of one size. Save it with Filter.save(path,
+    format="gbf" or "parquet-sbbf"). gbf.InvalidArgument when the row group does not exist
+    or has no filter, when some row groups have none, or when their sizes differ (naming
+    them); the errors of column_filters otherwise."""
+    groups = column_filters(source, column, allow_missing=True, backend=backend, threads=threads)
+    what = f"column {column!r} of {_name(source)}"
+    if not groups:
+        raise InvalidArgument(f"{what}: the file has no row groups")
+    if row_group is not None:
+        if not 0 <= row_group < len(groups):
+            raise InvalidArgument(f"row_group={row_group}: {_name(source)} has {len(groups)} row groups "
+                                  f"(0 to {len(groups) - 1})")
+        if groups[row_group].filter is None:
+            raise InvalidArgument(f"{what}: row group {row_group} has no Bloom filter")
+        return groups[row_group].filter
+    missing = [g.row_group for g in groups if g.filter is None]
+    if missing:
+        raise InvalidArgument(f"{what}: row groups {', '.join(map(str, missing))} have no Bloom filter, so "
+                              "there is no union of all; pass row_group= for one that has")
+    sizes = {g.filter.layout.size_bytes for g in groups}
+    if len(sizes) > 1:
+        listed = ", ".join(f"{g.row_group}: {g.filter.layout.size_bytes} bytes" for g in groups)
+        raise InvalidArgument(f"{what}: the row groups' filters differ in size ({listed}), so they have no "
+                              "union; pass row_group= to extract one")
+    union = groups[0].filter
+    for g in groups[1:]:
+        union.merge(g.filter)
+    return union
+
+
+def _name(source: Any) -> str:
+    return repr(os.fsdecode(os.fspath(source))) if isinstance(source, (str, os.PathLike)) else "the Parquet bytes"
+
+
 __all__ = ["Column", "RowGroupFilter", "RowGroup", "PruneResult", "Pruner", "columns", "column_filters",
-           "prune"]
+           "prune", "extract_filter"]

@@ -192,3 +192,27 @@ def test_answers_equal_duckdbs_parquet_bloom_probe(files):
                                [path, column, v]).fetchall()
             duck = sorted(g for g, excludes in rows if not excludes)
             assert list(result.row_groups_of(i)) == duck, (column, v)
+
+
+@pytest.mark.parametrize("row_group", [None, 1])
+def test_extract_filter_equals_the_clis_extract(files, run_cli, tmp_path, row_group):
+    path, table = files[0][0], files[1][0]
+    ours = pq.extract_filter(path, "s", row_group)
+    args = ["parquet", path, "--column", "s", "--extract", "-o", tmp_path / "cli.gbf"]
+    if row_group is not None:
+        args += ["--row-group", row_group]
+    run_cli(*args)
+    assert np.array_equal(ours.words(), gbf.load(str(tmp_path / "cli.gbf")).words())
+    values = table["s"] if row_group is None else _group_values(table, "s", row_group)
+    assert bool(ours.contains(values).all())
+    ours.save(str(tmp_path / "ours.sbbf"), format="parquet-sbbf")  # Parquet's shape: writable as SBBF
+
+
+def test_extract_filter_errors_name_the_row_groups(files):
+    path = files[0][0]
+    with pytest.raises(gbf.InvalidArgument, match="row groups 0, 1, 2 have no Bloom filter"):
+        pq.extract_filter(path, "plain")
+    with pytest.raises(gbf.InvalidArgument, match="row group 1 has no Bloom filter"):
+        pq.extract_filter(path, "plain", 1)
+    with pytest.raises(gbf.InvalidArgument, match="has 3 row groups"):
+        pq.extract_filter(path, "s", 3)
