@@ -59,6 +59,7 @@ def test_string_columns_of_every_pandas_dtype_hash_as_utf8(client, dtype):
     frame = dd.from_pandas(pd.DataFrame({"k": column, "v": np.arange(len(column))}), npartitions=4)
     bf = gd.build_filter(frame, 5_000, column="k")
     assert np.array_equal(bf.words(), _one_machine(words, bf).words())  # the null is not added
+    assert bool(bf.contains(words).all())
 
 
 def test_integer_widths_hash_by_value(client):
@@ -66,6 +67,7 @@ def test_integer_widths_hash_by_value(client):
     narrow = gd.build_filter(dd.from_pandas(pd.Series(values), npartitions=3), 10_000)
     wide = gd.build_filter(dd.from_pandas(pd.Series(values.astype(np.int64)), npartitions=2), 10_000)
     assert np.array_equal(narrow.words(), wide.words())
+    assert bool(narrow.contains(values.astype(np.int64)).all())
     nullable = gd.build_filter(dd.from_pandas(pd.Series(list(values) + [None], dtype="Int64"), npartitions=2),
                                10_000)
     assert np.array_equal(nullable.words(), wide.words())
@@ -103,6 +105,7 @@ def test_merges_are_exact_idempotent_and_order_free():
     # A retried task merges a partition's filter twice: same bits.
     assert np.array_equal(once.words(), gd.merge_filters(filters + filters[1:3]).words())
     assert np.array_equal(once.words(), _one_machine(np.concatenate(parts), filters[0]).words())
+    assert bool(once.contains(np.concatenate(parts)).all())
     assert all(np.array_equal(b, f.words()) for b, f in zip(before, filters))  # inputs unchanged
 
 
@@ -130,6 +133,7 @@ def test_a_failed_partition_task_is_retried_with_identical_bits(client, tmp_path
     retried = client.compute(delayed_filter, retries=2).result()
     assert os.path.exists(failed_once)
     assert np.array_equal(retried.words(), expected.words())
+    assert bool(retried.contains(keys).all())
 
 
 def test_broadcast_puts_the_filter_on_every_worker(client):
