@@ -136,6 +136,28 @@ def test_a_failed_partition_task_is_retried_with_identical_bits(client, tmp_path
     assert bool(retried.contains(keys).all())
 
 
+def test_a_worker_lost_during_the_build_is_replaced_with_identical_bits(client, tmp_path):
+    if os.environ.get("GBF_DASK_PROCESSES") != "1":
+        pytest.skip("killing a worker needs worker processes: run with GBF_DASK_PROCESSES=1 (about 30 s)")
+    keys = np.arange(12_000, dtype=np.int64) * 7919
+    expected = gd.build_filter(dd.from_pandas(pd.Series(keys), npartitions=4), 12_000)
+    died = str(tmp_path / "died")
+
+    def die_once(part):
+        # The worker process running the partition that holds key 0 exits, once.
+        if len(part) and part.iloc[0] == 0 and not os.path.exists(died):
+            open(died, "w").close()
+            os._exit(1)
+        return part
+
+    series = dd.from_pandas(pd.Series(keys), npartitions=4).map_partitions(die_once)
+    rebuilt = gd.build_filter(series, 12_000)
+    assert os.path.exists(died)
+    assert np.array_equal(rebuilt.words(), expected.words())
+    assert bool(rebuilt.contains(keys).all())
+    client.wait_for_workers(2, timeout=60)  # the nanny restarts the lost worker
+
+
 def test_broadcast_puts_the_filter_on_every_worker(client):
     bf = gbf.Filter(1_000, 0.01, backend="cpu")
     bf.add(np.arange(1_000))
