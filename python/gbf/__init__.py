@@ -15,6 +15,7 @@ from ._errors import (AllocationError, CudaError, Error, FormatError, InvalidArg
                       WrongBackend)
 from . import _core
 from ._filter import Filter, FilterStats, Layout, classic_bits_per_key, gpu_status, load, size_for
+from ._device import DeviceStrings
 
 __version__ = "0.1.0"
 
@@ -22,7 +23,7 @@ __version__ = "0.1.0"
 has_cuda_build: bool = _core.has_cuda_build
 
 __all__ = [
-    "Filter", "FilterStats", "Layout", "load", "size_for", "classic_bits_per_key", "gpu_status",
+    "Filter", "FilterStats", "Layout", "DeviceStrings", "load", "size_for", "classic_bits_per_key", "gpu_status",
     "has_cuda_build", "Error", "InvalidArgument", "LayoutMismatch", "FormatError", "NoGPU", "WrongBackend",
     "CudaError", "AllocationError",
 ]

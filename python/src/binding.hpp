@@ -5,8 +5,9 @@
 //   module.cpp    the module: class FilterBase, factories, functions, error mapping
 //   keys.cpp      host keys from NumPy, buffers, Arrow, Python scalars and lists
 //   host_ops.cpp  host batches in chunks: GIL released, Ctrl-C between chunks
-//   device.cpp    device keys (__cuda_array_interface__, DLPack) on the _async path
+//   device.cpp    device keys (__cuda_array_interface__, DLPack, gbf.DeviceStrings)
 //   timing.cpp    the same calls timed from C++, for `python -m gbf bench`
+//   parquet.cpp   gbf::parquet: a file's columns, a column's filters, row-group pruning
 #pragma once
 
 #include <nanobind/nanobind.h>
@@ -77,6 +78,10 @@ struct key_piece {
   /// Arrow validity bitmap, bit i = key i (LSB first; 0 = null); null when all valid.
   /// Always byte-aligned here: keys.cpp shifts a sliced array's bitmap when needed.
   const std::uint8_t* validity = nullptr;
+  /// Integer keys: whether they are signed (NumPy 'i', Arrow int32/int64, a Python int
+  /// below 2**63). A filter hashes the bytes and ignores it; Parquet pruning takes keys
+  /// by value and needs it.
+  bool is_signed = false;
 
   bool is_string() const noexcept {
     return kind == detail::key_kind::str32 || kind == detail::key_kind::str64;
@@ -127,6 +132,12 @@ nb::object host_select(py_filter& self, const host_keys& keys);
 
 /// True when `obj` exposes __cuda_array_interface__, or __dlpack__ with a CUDA device.
 bool is_device_array(nb::handle obj);
+/// The stream a device batch of `keys` runs on, numbered as the array protocols do (0 or 1
+/// legacy default, 2 per-thread default, else a cudaStream_t): `stream` (an int, or an
+/// object with __cuda_stream__, .cuda_stream or .ptr) when given, else the current stream
+/// of the keys' framework (torch, cupy) when it is imported, else none (the array's own
+/// stream, or the legacy default). TypeError / ValueError for a bad `stream`.
+std::optional<std::uintptr_t> stream_value(nb::handle keys, nb::handle stream);
 
 void device_add(py_filter& self, nb::handle keys, nb::handle stream);
 nb::object device_add_new(py_filter& self, nb::handle keys, nb::handle out, nb::handle stream);
@@ -135,6 +146,11 @@ std::uint64_t device_count(py_filter& self, nb::handle keys, nb::handle stream);
 nb::object device_select(py_filter& self, nb::handle keys, nb::handle stream);
 /// Waits for this filter's device work and drops the device arrays it kept alive.
 void device_synchronize(py_filter& self);
+/// gbf.DeviceStrings.from_arrow: the buffers of an Arrow device string array
+/// (__arrow_c_device_array__), after waiting for its sync event: (offsets pointer, offsets
+/// typestr, offsets count, data pointer, data bytes, validity pointer or 0, validity bytes,
+/// device id, owner capsule that releases the array).
+nb::tuple arrow_device_strings(nb::handle obj);
 /// Seconds of each of `calls` synchronous calls of op on device keys, timed in C++.
 std::vector<double> device_time_op(py_filter& self, nb::handle keys, const std::string& op,
                                    std::size_t calls);
@@ -142,5 +158,10 @@ std::vector<double> device_time_op(py_filter& self, nb::handle keys, const std::
 // --- Timing (timing.cpp) ----------------------------------------------------------
 
 void bind_timing(nb::module_& m);
+
+// --- Parquet datasets (parquet.cpp) -------------------------------------------------
+
+/// _parquet_columns, _parquet_column_filters and _PrunerBase (gbf.parquet's C++ half).
+void bind_parquet(nb::module_& m);
 
 }  // namespace gbf::python

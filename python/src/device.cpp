@@ -1,13 +1,19 @@
 // Keys in GPU memory: CuPy, PyTorch, Numba, JAX ... through __cuda_array_interface__
-// (v3) or DLPack (__dlpack__ / __dlpack_device__ with a CUDA device). The keys stay on
-// the device and run on the filter's GPU.
+// (v3) or DLPack (__dlpack__ / __dlpack_device__ with a CUDA device), and string keys as
+// gbf.DeviceStrings (Arrow offsets, data and validity, each a CUDA array; made by hand,
+// from cuDF's buffers or from an Arrow device array). The keys stay on the device and run
+// on the filter's GPU.
 //
-// Streams. Work runs on one CUDA stream S:
-//   * the `stream=` argument when given: an int (a cudaStream_t value; 1 = legacy
-//     default stream, 2 = per-thread default stream) or an object with `.ptr` (CuPy)
-//     or `.cuda_stream` (PyTorch);
+// Streams. Work runs on one CUDA stream S (stream_value):
+//   * the `stream=` argument when given: an int (a cudaStream_t value; 0 or 1 = legacy
+//     default stream, 2 = per-thread default stream), or an object with
+//     `__cuda_stream__()` (the CUDA stream protocol: (version, handle)), `.cuda_stream`
+//     (torch.cuda.Stream) or `.ptr` (cupy.cuda.Stream);
+//   * else the current stream of the keys' framework: torch.cuda.current_stream(device)
+//     for a torch tensor, cupy.cuda.get_current_stream() for a CuPy array (so work
+//     issued inside `with torch.cuda.stream(s):` / `with cupy_stream:` runs on s);
 //   * else the stream in the array's __cuda_array_interface__, when it names one;
-//   * else the legacy default stream (what CuPy and PyTorch use unless told otherwise).
+//   * else the legacy default stream.
 // DLPack producers are handed S (`__dlpack__(stream=S)`), so their pending writes are
 // ordered before our reads; a __cuda_array_interface__ stream other than S is made to
 // precede S with an event.
@@ -16,8 +22,9 @@
 // before the GPU finishes, and results are ready in the order of S (call
 // Filter.synchronize() or S's synchronize before reading them from elsewhere). Until an
 // event recorded after the work has completed, the filter keeps the key arrays alive.
-// add_new, count and select wait for S, then run the library's synchronous calls on the
-// device pointers (the library has no add_new_async, and count/select return host values).
+// add_new, count and select run the library's synchronous calls on S (the library has no
+// add_new_async, and count/select return host values): their work is ordered after what
+// S already holds and they return when it is done, so nothing is left to keep alive.
 //
 // Results are device arrays: `out=` when given (a device bool/uint8 array of n items),
 // else memory from cudaMalloc, freed with cudaFree when the result is dropped, returned
@@ -31,9 +38,11 @@
 
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "arrow_c.hpp"
 #include "binding.hpp"
 #include "dlpack.hpp"
 
@@ -58,10 +67,77 @@ void require_gpu_filter(const py_filter& self) {
         "(e.g. cupy.asnumpy) or make the filter with backend='gpu'");
 }
 
+// gbf.DeviceStrings marks itself with this attribute (gbf/_device.py).
+bool is_device_strings(nb::handle obj) { return has_attr(obj, "__gbf_device_strings__"); }
+
+// A stream number from an int: a cudaStream_t value, or 0/1/2 as the protocols number them.
+std::uintptr_t stream_number(nb::handle value, const char* what) {
+  if (!PyLong_Check(value.ptr()) || PyBool_Check(value.ptr()))
+    throw nb::type_error((std::string(what) + " must be an int (a cudaStream_t value)").c_str());
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+  if (v == -1 && PyErr_Occurred()) throw nb::python_error();
+  if (overflow < 0 || (overflow == 0 && v < 0))
+    throw nb::value_error((std::string(what) + " must not be negative").c_str());
+  return nb::cast<std::uintptr_t>(value);
+}
+
+// The type's top-level module: "cupy" for cupy.ndarray, "torch" for torch.Tensor.
+std::string framework_of(nb::handle obj) {
+  nb::object module = nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(obj.ptr()))).attr("__module__");
+  if (!PyUnicode_Check(module.ptr())) return {};
+  const std::string name = nb::cast<std::string>(module);
+  return name.substr(0, name.find('.'));
+}
+
+// An already imported module, or null: the keys' framework is loaded when one of its
+// arrays exists, and importing one here would cost seconds.
+nb::object imported(const char* name) {
+  PyObject* module = PyImport_GetModule(nb::str(name).ptr());
+  if (module == nullptr) {
+    if (PyErr_Occurred()) throw nb::python_error();
+    return nb::object();
+  }
+  return nb::steal(module);
+}
+
 }  // namespace
 
+std::optional<std::uintptr_t> stream_value(nb::handle keys, nb::handle stream) {
+  if (!stream.is_none()) {
+    if (PyLong_Check(stream.ptr())) return stream_number(stream, "stream");
+    if (has_attr(stream, "__cuda_stream__")) {
+      nb::object pair = stream.attr("__cuda_stream__")();
+      if (!PyTuple_Check(pair.ptr()) || PyTuple_GET_SIZE(pair.ptr()) != 2)
+        throw nb::type_error("stream.__cuda_stream__() must return (version, handle)");
+      return stream_number(PyTuple_GET_ITEM(pair.ptr(), 1), "stream.__cuda_stream__()[1]");
+    }
+    if (has_attr(stream, "cuda_stream")) return stream_number(stream.attr("cuda_stream"), "stream.cuda_stream");
+    if (has_attr(stream, "ptr")) return stream_number(stream.attr("ptr"), "stream.ptr");
+    throw nb::type_error(("stream must be an int (cudaStream_t), a CuPy or PyTorch stream, or an object "
+                          "with __cuda_stream__; got " +
+                          nb::cast<std::string>(nb::str(nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(stream.ptr())))))).c_str());
+  }
+  // DeviceStrings: the offsets array stands for the batch (its framework, its device).
+  nb::object array = is_device_strings(keys) ? nb::object(keys.attr("offsets")) : nb::borrow(keys);
+  const std::string framework = framework_of(array);
+  if (framework == "torch") {
+    nb::object torch = imported("torch");
+    if (!torch.is_valid() || !has_attr(array, "device")) return std::nullopt;
+    return stream_number(torch.attr("cuda").attr("current_stream")(array.attr("device")).attr("cuda_stream"),
+                         "torch.cuda.current_stream().cuda_stream");
+  }
+  if (framework == "cupy") {
+    nb::object cupy = imported("cupy");
+    if (!cupy.is_valid()) return std::nullopt;
+    return stream_number(cupy.attr("cuda").attr("get_current_stream")().attr("ptr"),
+                         "cupy.cuda.get_current_stream().ptr");
+  }
+  return std::nullopt;
+}
+
 bool is_device_array(nb::handle obj) {
-  if (has_attr(obj, "__cuda_array_interface__")) return true;
+  if (has_attr(obj, "__cuda_array_interface__") || is_device_strings(obj)) return true;
   if (!has_attr(obj, "__dlpack_device__") || PyArray_Check(obj.ptr())) return false;
   nb::object where = obj.attr("__dlpack_device__")();
   const int type = nb::cast<int>(nb::cast<nb::tuple>(where)[0]);
@@ -93,18 +169,11 @@ std::uintptr_t stream_to_protocol(stream_t s) {
   return reinterpret_cast<std::uintptr_t>(s);
 }
 
-// The `stream=` argument: None, an int, or a CuPy / PyTorch stream object.
-std::optional<stream_t> stream_argument(nb::handle stream) {
-  if (stream.is_none()) return std::nullopt;
-  nb::handle value = stream;
-  nb::object attr;
-  if (!PyLong_Check(stream.ptr())) {
-    if (has_attr(stream, "ptr")) attr = stream.attr("ptr");
-    else if (has_attr(stream, "cuda_stream")) attr = stream.attr("cuda_stream");
-    else throw nb::type_error("stream must be an int (cudaStream_t), or a CuPy / PyTorch stream");
-    value = attr;
-  }
-  return stream_from_protocol(nb::cast<std::uintptr_t>(value));
+// The stream a batch of `keys` runs on when one is named (stream_value), as a cudaStream_t.
+std::optional<stream_t> stream_argument(nb::handle keys, nb::handle stream) {
+  const std::optional<std::uintptr_t> value = stream_value(keys, stream);
+  if (!value) return std::nullopt;
+  return stream_from_protocol(*value);
 }
 
 // Device keys (or a device result array) read from a protocol, and what keeps them alive.
@@ -244,19 +313,140 @@ device_array read_device_array(nb::handle obj, std::optional<stream_t> requested
   return from_dlpack(obj, requested, role);
 }
 
-device_array read_device_keys(nb::handle obj, nb::handle stream) {
-  device_array a = read_device_array(obj, stream_argument(stream), "device keys");
-  if ((a.kind != 'i' && a.kind != 'u') || (a.itemsize != 4 && a.itemsize != 8))
-    throw nb::type_error("device keys must be 32- or 64-bit integers (device string keys are "
-                         "not supported from Python yet)");
-  return a;
+// A device batch: integer keys (one array) or string keys (gbf.DeviceStrings: offsets,
+// data and validity arrays), all read on one stream S.
+struct device_batch {
+  bool strings = false;
+  device_array keys;                     // integer keys; strings: the offsets (count + 1)
+  std::optional<device_array> data;      // strings: the key bytes
+  std::optional<device_array> validity;  // strings: the Arrow validity bitmap, if any
+  std::size_t count = 0;                 // keys
+  stream_t stream = nullptr;             // S
+  int device = 0;
+  nb::object family;  // the array whose kind of array results come back as
+  nb::object owner;   // what keeps the arrays alive while stream-ordered work runs
+};
+
+device_batch read_device_batch(nb::handle obj, nb::handle stream) {
+  const std::optional<stream_t> requested = stream_argument(obj, stream);
+  device_batch b;
+  if (!is_device_strings(obj)) {
+    b.keys = read_device_array(obj, requested, "device keys");
+    if ((b.keys.kind != 'i' && b.keys.kind != 'u') || (b.keys.itemsize != 4 && b.keys.itemsize != 8))
+      throw nb::type_error("device keys must be 32- or 64-bit integers (device string keys: "
+                           "gbf.DeviceStrings)");
+    b.count = b.keys.count;
+    b.stream = b.keys.stream;
+    b.device = b.keys.device;
+    b.family = nb::borrow(obj);
+    b.owner = b.keys.owner;
+    return b;
+  }
+  b.strings = true;
+  nb::object offsets = obj.attr("offsets");
+  b.keys = read_device_array(offsets, requested, "DeviceStrings.offsets");
+  if (b.keys.kind != 'i' || (b.keys.itemsize != 4 && b.keys.itemsize != 8))
+    throw nb::type_error("DeviceStrings.offsets must be int32 (Arrow string) or int64 (large_string)");
+  if (b.keys.count == 0)
+    throw nb::value_error("DeviceStrings.offsets must hold n + 1 offsets for n keys (at least one)");
+  b.count = b.keys.count - 1;
+  b.stream = b.keys.stream;
+  b.device = b.keys.device;
+  // The other arrays are read on S: their producers' pending writes come before it.
+  b.data = read_device_array(obj.attr("data"), b.stream, "DeviceStrings.data");
+  if (b.data->itemsize != 1)
+    throw nb::type_error("DeviceStrings.data must be an array of bytes (uint8 or int8)");
+  nb::object validity = obj.attr("validity");
+  if (!validity.is_none()) {
+    b.validity = read_device_array(validity, b.stream, "DeviceStrings.validity");
+    if (b.validity->itemsize != 1 || b.validity->count < (b.count + 7) / 8)
+      throw nb::value_error(("DeviceStrings.validity must be a uint8 bitmap of at least " +
+                             std::to_string((b.count + 7) / 8) + " bytes for " +
+                             std::to_string(b.count) + " keys")
+                                .c_str());
+  }
+  for (const device_array* part : {&*b.data, b.validity ? &*b.validity : nullptr})
+    if (part != nullptr && part->count > 0 && b.count > 0 && part->device != b.device)
+      throw nb::value_error("DeviceStrings: offsets, data and validity must be on the same GPU");
+  b.family = offsets;
+  b.owner = nb::make_tuple(b.keys.owner, b.data->owner,
+                           b.validity ? b.validity->owner : nb::none());
+  return b;
 }
 
-// Runs fn with the keys as const uint32_t* or const uint64_t* (a key hashes its bytes).
+template <class T>
+struct int_view {
+  const T* data;
+  std::size_t count;
+};
+
+// Runs fn with the batch as int_view<uint32_t / uint64_t> (a key hashes its bytes) or
+// string_keys<int32_t / int64_t>.
 template <class Fn>
-decltype(auto) with_keys(const device_array& keys, Fn&& fn) {
-  if (keys.itemsize == 4) return fn(static_cast<const std::uint32_t*>(keys.data));
-  return fn(static_cast<const std::uint64_t*>(keys.data));
+decltype(auto) with_keys(const device_batch& b, Fn&& fn) {
+  if (!b.strings) {
+    if (b.keys.itemsize == 4)
+      return fn(int_view<std::uint32_t>{static_cast<const std::uint32_t*>(b.keys.data), b.count});
+    return fn(int_view<std::uint64_t>{static_cast<const std::uint64_t*>(b.keys.data), b.count});
+  }
+  const auto* validity = b.validity ? static_cast<const std::uint8_t*>(b.validity->data) : nullptr;
+  if (b.keys.itemsize == 4)
+    return fn(string_keys<std::int32_t>{b.data->data, b.data->count,
+                                        static_cast<const std::int32_t*>(b.keys.data), b.count,
+                                        validity});
+  return fn(string_keys<std::int64_t>{b.data->data, b.data->count,
+                                      static_cast<const std::int64_t*>(b.keys.data), b.count,
+                                      validity});
+}
+
+// The library's calls, one name for both kinds of batch.
+template <class T>
+void lib_add_async(filter& f, const int_view<T>& k, stream_t s) { f.add_async(k.data, k.count, s); }
+template <class O>
+void lib_add_async(filter& f, const string_keys<O>& k, stream_t s) { f.add_async(k, s); }
+template <class T>
+void lib_contains_async(const filter& f, const int_view<T>& k, bool* found, stream_t s) {
+  f.contains_async(k.data, k.count, found, s);
+}
+template <class O>
+void lib_contains_async(const filter& f, const string_keys<O>& k, bool* found, stream_t s) {
+  f.contains_async(k, found, s);
+}
+template <class T>
+void lib_add(filter& f, const int_view<T>& k, stream_t s) { f.add(k.data, k.count, s); }
+template <class O>
+void lib_add(filter& f, const string_keys<O>& k, stream_t s) { f.add(k, s); }
+template <class T>
+void lib_contains(const filter& f, const int_view<T>& k, bool* found, stream_t s) {
+  f.contains(k.data, k.count, found, s);
+}
+template <class O>
+void lib_contains(const filter& f, const string_keys<O>& k, bool* found, stream_t s) {
+  f.contains(k, found, s);
+}
+template <class T>
+void lib_add_new(filter& f, const int_view<T>& k, bool* is_new, stream_t s) {
+  f.add_new(k.data, k.count, is_new, s);
+}
+template <class O>
+void lib_add_new(filter& f, const string_keys<O>& k, bool* is_new, stream_t s) {
+  f.add_new(k, is_new, s);
+}
+template <class T>
+std::uint64_t lib_count(const filter& f, const int_view<T>& k, stream_t s) {
+  return f.count(k.data, k.count, s);
+}
+template <class O>
+std::uint64_t lib_count(const filter& f, const string_keys<O>& k, stream_t s) {
+  return f.count(k, s);
+}
+template <class T>
+std::uint64_t lib_select(const filter& f, const int_view<T>& k, std::uint64_t* rows, stream_t s) {
+  return f.select(k.data, k.count, rows, s);
+}
+template <class O>
+std::uint64_t lib_select(const filter& f, const string_keys<O>& k, std::uint64_t* rows, stream_t s) {
+  return f.select(k, rows, s);
 }
 
 // Makes `device` current for the scope (allocations land on the keys' GPU).
@@ -293,7 +483,7 @@ struct device_result {
   std::shared_ptr<device_buffer> buffer;
 };
 
-device_result result_for(const device_array& keys, nb::handle out, std::size_t itemsize,
+device_result result_for(const device_batch& keys, nb::handle out, std::size_t itemsize,
                          const char* what) {
   device_result r;
   if (!out.is_none()) {
@@ -322,14 +512,15 @@ nb::object same_family(nb::handle keys, nb::object result) {
 
 // Wraps `count` items of a new device result as a DLPack-capable array.
 template <class T>
-nb::object wrap_result(nb::handle keys, device_result& r, std::size_t count, int device) {
+nb::object wrap_result(const device_batch& keys, device_result& r, std::size_t count) {
   if (r.array.is_valid()) return r.array;
   auto* keep = new std::shared_ptr<device_buffer>(r.buffer);
   nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<std::shared_ptr<device_buffer>*>(p); });
   std::size_t shape[1] = {count};
   nb::ndarray<T, nb::ndim<1>, nb::device::cuda> array(r.data, 1, shape, owner, nullptr,
-                                                      nb::dtype<T>(), nb::device::cuda::value, device);
-  return same_family(keys, nb::cast(array));
+                                                      nb::dtype<T>(), nb::device::cuda::value,
+                                                      keys.device);
+  return same_family(keys.family, nb::cast(array));
 }
 
 // Keeps key arrays alive until their stream-ordered work has completed.
@@ -374,76 +565,80 @@ pending_work& pending(py_filter& self) {
   return *static_cast<pending_work*>(self.device_pending.get());
 }
 
-void wait_for(stream_t stream) {
-  nb::gil_scoped_release release;
-  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-}
+// The ArrowDeviceArray of the Arrow C device data interface (the ABI-stable struct of
+// https://arrow.apache.org/docs/format/CDeviceDataInterface.html).
+struct arrow_device_array {
+  ArrowArray array;
+  std::int64_t device_id;
+  std::int32_t device_type;  // 1 CPU, 2 CUDA, 3 CUDA host (pinned), 13 CUDA managed
+  void* sync_event;          // CUDA: a cudaEvent_t* to wait on before reading, or null
+  std::int64_t reserved[3];
+};
 
 }  // namespace
 
 void device_add(py_filter& self, nb::handle keys_obj, nb::handle stream) {
   require_gpu_filter(self);
-  device_array keys = read_device_keys(keys_obj, stream);
+  device_batch keys = read_device_batch(keys_obj, stream);
   {
     nb::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(self.mutex);
-    with_keys(keys, [&](auto* k) { self.f.add_async(k, keys.count, keys.stream); });
+    with_keys(keys, [&](const auto& k) { lib_add_async(self.f, k, keys.stream); });
   }
   pending(self).add(keys.stream, keys.owner);
 }
 
 nb::object device_contains(py_filter& self, nb::handle keys_obj, nb::handle out, nb::handle stream) {
   require_gpu_filter(self);
-  device_array keys = read_device_keys(keys_obj, stream);
+  device_batch keys = read_device_batch(keys_obj, stream);
   device_result r = result_for(keys, out, 1, "contains");
   {
     nb::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(self.mutex);
-    with_keys(keys, [&](auto* k) {
-      self.f.contains_async(k, keys.count, static_cast<bool*>(r.data), keys.stream);
+    with_keys(keys, [&](const auto& k) {
+      lib_contains_async(self.f, k, static_cast<bool*>(r.data), keys.stream);
     });
   }
   pending(self).add(keys.stream, keys.owner);
-  return wrap_result<bool>(keys_obj, r, keys.count, keys.device);
+  return wrap_result<bool>(keys, r, keys.count);
 }
 
 nb::object device_add_new(py_filter& self, nb::handle keys_obj, nb::handle out, nb::handle stream) {
   require_gpu_filter(self);
-  device_array keys = read_device_keys(keys_obj, stream);
+  device_batch keys = read_device_batch(keys_obj, stream);
   device_result r = result_for(keys, out, 1, "add_new");
-  wait_for(keys.stream);
   {
     nb::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(self.mutex);
-    with_keys(keys, [&](auto* k) { self.f.add_new(k, keys.count, static_cast<bool*>(r.data)); });
+    with_keys(keys, [&](const auto& k) {
+      lib_add_new(self.f, k, static_cast<bool*>(r.data), keys.stream);
+    });
   }
-  return wrap_result<bool>(keys_obj, r, keys.count, keys.device);
+  return wrap_result<bool>(keys, r, keys.count);
 }
 
 std::uint64_t device_count(py_filter& self, nb::handle keys_obj, nb::handle stream) {
   require_gpu_filter(self);
-  device_array keys = read_device_keys(keys_obj, stream);
-  wait_for(keys.stream);
+  device_batch keys = read_device_batch(keys_obj, stream);
   nb::gil_scoped_release release;
   std::lock_guard<std::mutex> lock(self.mutex);
-  return with_keys(keys, [&](auto* k) { return self.f.count(k, keys.count); });
+  return with_keys(keys, [&](const auto& k) { return lib_count(self.f, k, keys.stream); });
 }
 
 nb::object device_select(py_filter& self, nb::handle keys_obj, nb::handle stream) {
   require_gpu_filter(self);
-  device_array keys = read_device_keys(keys_obj, stream);
+  device_batch keys = read_device_batch(keys_obj, stream);
   device_result r = result_for(keys, nb::none(), sizeof(std::uint64_t), "select");
-  wait_for(keys.stream);
   std::uint64_t kept = 0;
   {
     nb::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(self.mutex);
-    kept = with_keys(keys, [&](auto* k) {
-      return self.f.select(k, keys.count, static_cast<std::uint64_t*>(r.data));
+    kept = with_keys(keys, [&](const auto& k) {
+      return lib_select(self.f, k, static_cast<std::uint64_t*>(r.data), keys.stream);
     });
   }
   // Row numbers are < 2^63: the uint64 rows read as int64, like the host select.
-  return wrap_result<std::int64_t>(keys_obj, r, kept, keys.device);
+  return wrap_result<std::int64_t>(keys, r, kept);
 }
 
 void device_synchronize(py_filter& self) {
@@ -458,24 +653,85 @@ void device_synchronize(py_filter& self) {
 std::vector<double> device_time_op(py_filter& self, nb::handle keys_obj, const std::string& op,
                                    std::size_t calls) {
   require_gpu_filter(self);
-  device_array keys = read_device_keys(keys_obj, nb::none());
+  device_batch keys = read_device_batch(keys_obj, nb::none());
   device_result found = result_for(keys, nb::none(), 1, "_time_device_op");
-  wait_for(keys.stream);
   std::vector<double> seconds;
   seconds.reserve(calls);
   nb::gil_scoped_release release;
   std::lock_guard<std::mutex> lock(self.mutex);
-  with_keys(keys, [&](auto* k) {
+  with_keys(keys, [&](const auto& k) {
     for (std::size_t i = 0; i < calls; ++i) {
       const auto start = std::chrono::steady_clock::now();
-      if (op == "contains") self.f.contains(k, keys.count, static_cast<bool*>(found.data));
-      else if (op == "add") self.f.add(k, keys.count);
-      else (void)self.f.count(k, keys.count);
+      if (op == "contains") lib_contains(self.f, k, static_cast<bool*>(found.data), keys.stream);
+      else if (op == "add") lib_add(self.f, k, keys.stream);
+      else (void)lib_count(self.f, k, keys.stream);
       const auto stop = std::chrono::steady_clock::now();
       seconds.push_back(std::chrono::duration<double>(stop - start).count());
     }
   });
   return seconds;
+}
+
+nb::tuple arrow_device_strings(nb::handle obj) {
+  nb::object pair = obj.attr("__arrow_c_device_array__")();
+  if (!PyTuple_Check(pair.ptr()) || PyTuple_GET_SIZE(pair.ptr()) != 2)
+    throw nb::type_error("__arrow_c_device_array__() did not return (schema, device array) capsules");
+  auto* schema = static_cast<ArrowSchema*>(
+      PyCapsule_GetPointer(PyTuple_GET_ITEM(pair.ptr(), 0), "arrow_schema"));
+  if (schema == nullptr) throw nb::python_error();
+  auto* source = static_cast<arrow_device_array*>(
+      PyCapsule_GetPointer(PyTuple_GET_ITEM(pair.ptr(), 1), "arrow_device_array"));
+  if (source == nullptr) throw nb::python_error();
+  // Moved out of the capsule (whose destructor then sees release == NULL): the owner
+  // capsule returned below releases it when the last DeviceStrings buffer goes.
+  auto* moved = new arrow_device_array(*source);
+  source->array.release = nullptr;
+  nb::capsule owner(moved, [](void* p) noexcept {
+    auto* a = static_cast<arrow_device_array*>(p);
+    if (a->array.release != nullptr) a->array.release(&a->array);
+    delete a;
+  });
+  const std::string format = schema->format ? schema->format : "";
+  const ArrowArray& array = moved->array;
+  if (format != "u" && format != "U" && format != "z" && format != "Z")
+    throw nb::type_error(("DeviceStrings.from_arrow: Arrow format '" + format +
+                          "' is not string, large_string, binary or large_binary (integer device "
+                          "keys go to the filter directly through __cuda_array_interface__ or DLPack)")
+                             .c_str());
+  if (moved->device_type == 1)
+    throw nb::value_error("DeviceStrings.from_arrow: this Arrow array is in host memory; pass it to "
+                          "the filter directly");
+  if (moved->device_type != 2 && moved->device_type != 13)
+    throw nb::value_error(("DeviceStrings.from_arrow: Arrow device type " +
+                           std::to_string(moved->device_type) +
+                           " is not CUDA device (2) or managed (13) memory")
+                              .c_str());
+  if (array.n_buffers < 3 || array.buffers[1] == nullptr)
+    throw nb::value_error("DeviceStrings.from_arrow: a string array needs validity, offsets and data buffers");
+  device_scope scope(static_cast<int>(moved->device_id));
+  // The producer's writes must be done before the buffers are read: wait for its event.
+  if (moved->sync_event != nullptr)
+    check(cudaEventSynchronize(*static_cast<cudaEvent_t*>(moved->sync_event)), "cudaEventSynchronize");
+  const bool large = format == "U" || format == "Z";
+  const std::size_t width = large ? 8 : 4;
+  const auto length = static_cast<std::size_t>(array.length);
+  const auto offset = static_cast<std::size_t>(array.offset);
+  const auto* offsets = static_cast<const std::uint8_t*>(array.buffers[1]) + offset * width;
+  std::uintptr_t validity = 0;
+  if (array.null_count != 0 && array.buffers[0] != nullptr) {
+    if (offset % 8 != 0)
+      throw nb::value_error("DeviceStrings.from_arrow: a slice with nulls must start at a multiple "
+                            "of 8 rows (gbf reads bit i of the bitmap as key i's)");
+    validity = reinterpret_cast<std::uintptr_t>(array.buffers[0]) + offset / 8;
+  }
+  // The C interface carries no buffer sizes: the last offset bounds the bytes read.
+  std::int64_t last = 0;
+  check(cudaMemcpy(&last, offsets + length * width, width, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  if (!large) last = static_cast<std::int32_t>(last & 0xffffffff);
+  return nb::make_tuple(reinterpret_cast<std::uintptr_t>(offsets), large ? "<i8" : "<i4", length + 1,
+                        reinterpret_cast<std::uintptr_t>(array.buffers[2]),
+                        last > 0 ? static_cast<std::size_t>(last) : std::size_t{0}, validity,
+                        (length + 7) / 8, moved->device_id, owner);
 }
 
 #else  // Built without CUDA: every filter is a CPU filter, so require_gpu_filter throws.
@@ -505,6 +761,9 @@ void device_synchronize(py_filter& self) {
   nb::gil_scoped_release release;
   std::lock_guard<std::mutex> lock(self.mutex);
   self.f.synchronize();
+}
+nb::tuple arrow_device_strings(nb::handle) {
+  throw no_gpu("this gbf was built without CUDA: device keys need a build with nvcc");
 }
 
 #endif

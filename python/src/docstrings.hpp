@@ -8,8 +8,11 @@ inline constexpr const char* keys_note =
     "keys: a batch (NumPy integer array, Arrow array or chunked array, CUDA array, list)\n"
     "    or one key (int, str, bytes, NumPy scalar); see help(gbf.Filter) for what is read\n"
     "    in place and what is copied.\n"
-    "stream: device keys only: the CUDA stream (int cudaStream_t, or a CuPy / PyTorch\n"
-    "    stream object); default: the array's own stream, else the legacy default stream.\n"
+    "stream: device keys only: the CUDA stream the work runs on (an int cudaStream_t, 0 or\n"
+    "    1 = legacy default, 2 = per-thread default; a cupy.cuda.Stream, torch.cuda.Stream or\n"
+    "    any object with __cuda_stream__). Default: the current stream of the keys' framework\n"
+    "    (torch.cuda.current_stream(), cupy.cuda.get_current_stream()), else the stream in the\n"
+    "    array's __cuda_array_interface__, else the legacy default stream.\n"
     "Raises TypeError (not keys), ValueError (keys gbf cannot hash, e.g. a 2-D array),\n"
     "gbf.InvalidArgument (the library's checks: string offsets, device keys on a CPU filter).";
 
@@ -74,6 +77,17 @@ inline constexpr const char* synchronize =
 inline constexpr const char* words =
     "Returns numpy.ndarray[uint32]: A copy of the bit array: num_blocks * W words, word i\n"
     "of block b at b * W + i (docs/layout.md).";
+
+inline constexpr const char* backend =
+    "'cpu' or 'gpu': where the bits live and every batch runs (never 'auto'; a filter\n"
+    "does not move between backends: copy(backend=...) makes a copy on another one).";
+
+inline constexpr const char* requested_backend =
+    "The backend asked for: 'auto', 'cpu' or 'gpu' (copies and pickles ask for it again).";
+
+inline constexpr const char* backend_description =
+    "One line naming the backend and, for backend='auto', why it was chosen (the GPU\n"
+    "when one is usable, else the CPU), e.g. 'cpu (avx2, 2 threads); auto: no GPU (...)'.";
 
 inline constexpr const char* chunk_keys =
     "Keys per chunk of a host batch (GIL released per chunk, Ctrl-C checked between\n"

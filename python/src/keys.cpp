@@ -103,6 +103,7 @@ void read_numpy(nb::handle obj, host_keys& keys) {
   }
   key_piece piece;
   piece.kind = itemsize == 4 ? key_kind::u32 : key_kind::u64;
+  piece.is_signed = kind == 'i';
   piece.data = PyArray_DATA(array);
   piece.count = static_cast<std::size_t>(PyArray_SIZE(array));
   keys.owners.push_back(std::move(held));
@@ -132,6 +133,7 @@ void read_int(nb::handle obj, host_keys& keys) {
   std::memcpy(storage, &bits, sizeof bits);
   key_piece piece;
   piece.kind = key_kind::u64;
+  piece.is_signed = overflow == 0;  // by value: an int64 when it fits, else a uint64
   piece.data = storage;
   piece.count = 1;
   keys.add_piece(piece);
@@ -280,6 +282,7 @@ void read_arrow_array(const char* format, const ArrowArray& array, host_keys& ke
   const bool u64 = f == "l" || f == "L";
   if (u32 || u64) {
     piece.kind = u32 ? key_kind::u32 : key_kind::u64;
+    piece.is_signed = f == "i" || f == "l";
     piece.data = static_cast<const std::uint8_t*>(array.buffers[1]) + offset * (u32 ? 4 : 8);
     keys.add_piece(piece);
     return;

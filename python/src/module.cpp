@@ -5,6 +5,7 @@
 #include "binding.hpp"
 
 #include <nanobind/stl/pair.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 
@@ -252,6 +253,9 @@ void init_module(nb::module_& m) {
     return std::make_pair(s.available, s.description);
   });
   m.def("cpu_has_avx2", &cpu_has_avx2);
+  m.def("_arrow_device_strings", &arrow_device_strings);
+  m.def("_stream_value", &stream_value, "keys"_a, "stream"_a.none(),
+        "The stream number device keys would run on (see Filter.contains), or None.");
 
   // --- FilterBase ----------------------------------------------------------------------
   nb::class_<py_filter> cls(m, "FilterBase", filter_doc);
@@ -397,9 +401,12 @@ void init_module(nb::module_& m) {
     return made(std::move(*copy), self.fpp, where, threads);
   });
 
-  cls.def_prop_ro("backend", [](py_filter& self) { return std::string(to_string(self.f.where())); });
-  cls.def_prop_ro("requested_backend", [](py_filter& self) { return std::string(to_string(self.requested)); });
-  cls.def_prop_ro("backend_description", [](py_filter& self) { return self.f.description(); });
+  cls.def_prop_ro("backend", [](py_filter& self) { return std::string(to_string(self.f.where())); },
+                  docs::backend);
+  cls.def_prop_ro("requested_backend", [](py_filter& self) { return std::string(to_string(self.requested)); },
+                  docs::requested_backend);
+  cls.def_prop_ro("backend_description", [](py_filter& self) { return self.f.description(); },
+                  docs::backend_description);
   cls.def_prop_ro("threads", [](py_filter& self) { return self.threads; });
   cls.def_prop_ro("_layout", [](py_filter& self) { return layout_tuple(self.f.layout()); });
   cls.def_prop_ro("_capacity", [](py_filter& self) { return self.f.capacity(); });
@@ -415,6 +422,7 @@ void init_module(nb::module_& m) {
       }, docs::chunk_keys);
 
   bind_timing(m);
+  bind_parquet(m);
 }
 
 }  // namespace gbf::python

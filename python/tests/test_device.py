@@ -91,3 +91,146 @@ def test_device_keys_on_a_gpu_filter_via_torch():
     f.add(keys)
     found = f.contains(keys)
     assert isinstance(found, torch.Tensor) and bool(found.all())
+
+
+# --- stream= : which stream device work runs on (the resolution runs without a GPU) ---------
+
+class CupyLikeStream:
+    ptr = 0x5000
+
+
+class TorchLikeStream:
+    cuda_stream = 0x6000
+
+
+class ProtocolStream:
+    """The CUDA stream protocol (__cuda_stream__ -> (version, handle))."""
+
+    def __cuda_stream__(self):
+        return (0, 0x7000)
+
+
+@pytest.mark.parametrize("stream, expected", [
+    (None, None), (0, 0), (1, 1), (2, 2), (0xABC000, 0xABC000),
+    (CupyLikeStream(), 0x5000), (TorchLikeStream(), 0x6000), (ProtocolStream(), 0x7000),
+])
+def test_stream_argument_forms_name_the_stream(stream, expected):
+    keys = FakeCudaArray(np.arange(4, dtype=np.uint64))
+    assert gbf._core._stream_value(keys, stream) == expected
+
+
+@pytest.mark.parametrize("stream, error", [
+    ("s", TypeError), (1.5, TypeError), (True, TypeError), (-1, ValueError), (object(), TypeError),
+])
+def test_bad_stream_arguments_are_refused(stream, error):
+    keys = FakeCudaArray(np.arange(4, dtype=np.uint64))
+    with pytest.raises(error, match="stream"):
+        gbf._core._stream_value(keys, stream)
+
+
+def test_bad_stream_object_handle_is_refused():
+    class Bad:
+        ptr = "not a handle"
+
+    with pytest.raises(TypeError, match="stream.ptr must be an int"):
+        gbf._core._stream_value(FakeCudaArray(np.arange(4, dtype=np.uint64)), Bad())
+
+
+def _fake_framework(monkeypatch, name):
+    """A module `name` in sys.modules whose current stream is 0x8000, and an array type of it."""
+    import sys
+    import types
+
+    module = types.ModuleType(name)
+    module.cuda = types.SimpleNamespace()
+    calls = []
+    if name == "torch":
+        def current_stream(device):
+            calls.append(device)
+            return types.SimpleNamespace(cuda_stream=0x8000)
+        module.cuda.current_stream = current_stream
+    else:
+        def get_current_stream():
+            calls.append(None)
+            return types.SimpleNamespace(ptr=0x8000)
+        module.cuda.get_current_stream = get_current_stream
+    monkeypatch.setitem(sys.modules, name, module)
+    array_type = type("Tensor", (FakeCudaArray,), {"__module__": name, "device": "cuda:0"})
+    return array_type(np.arange(4, dtype=np.uint64)), calls
+
+
+@pytest.mark.parametrize("framework", ["torch", "cupy"])
+def test_default_stream_is_the_frameworks_current_stream(monkeypatch, framework):
+    keys, calls = _fake_framework(monkeypatch, framework)
+    assert gbf._core._stream_value(keys, None) == 0x8000
+    assert calls == (["cuda:0"] if framework == "torch" else [None])
+    # An explicit stream wins and the framework is not asked.
+    assert gbf._core._stream_value(keys, 0x9000) == 0x9000
+    assert len(calls) == 1
+
+
+def test_device_strings_take_the_stream_of_their_offsets(monkeypatch):
+    offsets, _ = _fake_framework(monkeypatch, "torch")
+    strings = gbf.DeviceStrings(offsets, FakeCudaArray(np.zeros(8, dtype=np.uint8)))
+    assert gbf._core._stream_value(strings, None) == 0x8000
+
+
+def test_a_stream_for_host_keys_is_refused():
+    f = gbf.Filter(1000, 0.01, backend="cpu")
+    with pytest.raises(ValueError, match="stream is for device keys"):
+        f.contains(np.arange(10, dtype=np.uint64), stream=1)
+
+
+def test_torch_stream_orders_device_work():
+    if not gpu_available:
+        pytest.skip(f"no GPU: {gpu_reason}")
+    torch = pytest.importorskip("torch", reason="the PyTorch stream test needs torch with CUDA")
+    keys = torch.arange(100_000, dtype=torch.int64, device="cuda")
+    f = gbf.Filter(100_000, 0.01, backend="gpu")
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        f.add(keys)                      # on s: the current stream
+        found = f.contains(keys)
+    s.synchronize()
+    assert bool(found.all())
+    other = torch.cuda.Stream()
+    found = f.contains(keys, stream=other)
+    other.synchronize()
+    assert bool(found.all())
+    assert f.count(keys, stream=other.cuda_stream) == 100_000
+
+
+# --- gbf.DeviceStrings: string keys in device memory -----------------------------------------
+
+def test_device_strings_on_a_cpu_filter_are_refused():
+    f = gbf.Filter(1000, 0.01, backend="cpu")
+    strings = gbf.DeviceStrings(FakeCudaArray(np.array([0, 1, 3], dtype=np.int32)),
+                                FakeCudaArray(np.frombuffer(b"abc", dtype=np.uint8)))
+    for call in (f.add, f.contains, f.count):
+        with pytest.raises(gbf.InvalidArgument, match="device memory but this filter uses the CPU"):
+            call(strings)
+
+
+def test_device_strings_from_a_host_arrow_array_is_refused():
+    pa = pytest.importorskip("pyarrow")
+    array = pa.array(["a", "bb", None])
+    if not hasattr(array, "__arrow_c_device_array__"):
+        pytest.skip("this pyarrow has no __arrow_c_device_array__")
+    error = (ValueError, "in host memory") if gbf.has_cuda_build else (gbf.NoGPU, "without CUDA")
+    with pytest.raises(error[0], match=error[1]):
+        gbf.DeviceStrings.from_arrow(array)
+
+
+def test_device_strings_match_host_strings(cupy):
+    words = [f"key-{i}".encode() for i in range(10_000)]
+    offsets = np.zeros(len(words) + 1, dtype=np.int32)
+    offsets[1:] = np.cumsum([len(w) for w in words])
+    data = np.frombuffer(b"".join(words), dtype=np.uint8)
+    strings = gbf.DeviceStrings(cupy.asarray(offsets), cupy.asarray(data))
+    f = gbf.Filter(10_000, 0.01, backend="gpu")
+    f.add(strings)
+    assert bool(f.contains(strings).all())
+    cpu = gbf.Filter(10_000, 0.01, backend="cpu")
+    cpu.add(words)
+    f.synchronize()
+    assert np.array_equal(f.copy("cpu").words(), cpu.words())

@@ -1,0 +1,295 @@
+"""gbf.dask: gbf filters built and probed on a Dask cluster, the way Spark runs runtime
+Bloom-filter joins (docs/distributed.md).
+
+    import gbf.dask as gd
+    bf = gd.build_filter(build["user_id"], fpp=0.01)      # one filter from every partition
+    small = gd.prefilter(probe, "user_id", bf)            # lazy: rows that may match
+    joined = gd.semi_join(probe, build, on="user_id")     # prefilter, then dd.merge
+
+build_filter sizes one layout on the client (capacity given, or Dask's HyperLogLog
+estimate of the distinct keys), builds one filter of exactly that layout per partition on
+the workers, and ORs them with a tree of merges (split_every at a time): OR is exact,
+associative, commutative and idempotent, so the result is bit for bit the filter of all
+keys built on one machine, whatever the partitioning, the order or a retried task.
+
+Keys are hashed the same way on both sides, whatever the column's dtype: integers (any
+signed width as int64, any unsigned width as uint64: 8 little-endian bytes, so an int32
+build column matches an int64 probe column by value) and strings / bytes (UTF-8 bytes, via
+Arrow: object, string, string[pyarrow] and ArrowDtype columns). Nulls are never added;
+prefilter keeps rows whose key is null (pandas' merge pairs nulls with nulls, so dropping
+them could change a join). Other dtypes (float, bool, datetime) raise TypeError.
+
+Filters travel as their native bytes (pickle: layout, bits, capacity, fpp, keys added;
+checked on load), and are rebuilt on the backend they were asked for: backend="auto"
+makes each worker's filters on its GPU when it has one.
+
+Needs dask[dataframe]; prefilter broadcasts through dask.distributed when a Client is
+active (client.scatter(..., broadcast=True): once per worker), else the filter is one
+shared key of the task graph.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, List, Optional, Sequence
+
+import numpy as np
+
+try:
+    import dask
+    import dask.array as da
+    import dask.dataframe as dd
+    from dask.delayed import Delayed
+    import pandas as pd
+    import pyarrow as pa
+except ImportError as e:  # pragma: no cover - the message is the point
+    raise ImportError(f"gbf.dask needs dask[dataframe], pandas and pyarrow ({e}); "
+                      "install them with `pip install ./python[dask]`") from e
+
+from ._filter import Filter, Layout
+
+#: Head-room on Dask's distinct-count estimate (HyperLogLog, standard error about 1%):
+#: an under-estimate would fill the filter past its capacity and raise its FPR.
+ESTIMATE_MARGIN = 1.05
+
+
+# --- Keys ---------------------------------------------------------------------------------
+
+def keys_of(values: Any) -> Any:
+    """The host keys of a partition's key column (pandas Series / Index, NumPy array, or
+    anything with to_arrow(), e.g. Polars or cuDF) in the form gbf hashes identically on
+    the build and probe sides: NumPy int64 / uint64, or an Arrow integer / string / binary
+    array (nulls kept as nulls). TypeError for float, bool, datetime and mixed columns."""
+    if isinstance(values, (pd.Series, pd.Index)):
+        dtype = values.dtype
+        if isinstance(dtype, np.dtype) and dtype.kind in "iu":
+            return _widen(values.to_numpy())
+        if isinstance(dtype, np.dtype) and dtype.kind not in "OSU":
+            raise _bad_dtype(dtype)
+        array = pa.array(values, from_pandas=True)
+    elif isinstance(values, np.ndarray):
+        if values.ndim != 1:
+            raise ValueError(f"key arrays must be 1-D, got {values.ndim} dimensions")
+        if values.dtype.kind in "iu":
+            return _widen(values)
+        if values.dtype.kind not in "OSU":
+            raise _bad_dtype(values.dtype)
+        array = pa.array(values)
+    elif hasattr(values, "to_arrow"):
+        array = values.to_arrow()
+    else:
+        raise TypeError(f"key column of type {type(values).__name__}: expected a pandas Series, a NumPy "
+                        "array or an object with to_arrow()")
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    t = array.type
+    if pa.types.is_dictionary(t):
+        array, t = array.dictionary_decode(), t.value_type
+    if pa.types.is_integer(t):
+        return array.cast(pa.int64() if pa.types.is_signed_integer(t) else pa.uint64())
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or \
+            pa.types.is_large_binary(t):
+        return array
+    if pa.types.is_null(t):  # every key null: nothing to add, nothing found
+        return pa.array([], pa.int64()) if len(array) == 0 else pa.nulls(len(array), pa.int64())
+    raise _bad_dtype(t)
+
+
+def _widen(values: np.ndarray) -> np.ndarray:
+    wide = np.int64 if values.dtype.kind == "i" else np.uint64
+    return values.astype(wide, copy=False)
+
+
+def _bad_dtype(dtype: Any) -> TypeError:
+    return TypeError(f"key column of dtype {dtype}: gbf.dask hashes integers (as 8 bytes) and strings / "
+                     "bytes; convert other types first (e.g. datetimes with .astype('int64'))")
+
+
+# --- Building -----------------------------------------------------------------------------
+
+def _partition_filter(part: Any, column: Optional[str], shape: Layout, capacity: int, fpp: float,
+                      backend: str) -> Filter:
+    """One partition's filter, of exactly `shape` (so that all partitions' filters merge)."""
+    f = Filter(capacity, fpp, layout=shape, backend=backend)
+    values = part if column is None else part[column]
+    if len(values):
+        f.add(keys_of(values))
+    return f
+
+
+def merge_filters(filters: Sequence[Filter]) -> Filter:
+    """The OR of `filters` (all of one layout) as a new filter; the inputs are unchanged, so a
+    task Dask retries computes the same bits. gbf.LayoutMismatch names the layouts when
+    they differ; ValueError for an empty list."""
+    if not filters:
+        raise ValueError("merge_filters needs at least one filter")
+    out = filters[0].copy()
+    for f in filters[1:]:
+        if f.backend != out.backend:
+            f = f.copy(out.backend)
+        out.merge(f)
+    return out
+
+
+def _merge_many(*filters: Filter) -> Filter:
+    return merge_filters(filters)
+
+
+def _tree_merge(parts: List[Any], split_every: int) -> Any:
+    """A tree of merge tasks over delayed filters: ceil(log_split_every(P)) levels."""
+    while len(parts) > 1:
+        parts = [dask.delayed(_merge_many, pure=True)(*parts[i:i + split_every])
+                 for i in range(0, len(parts), split_every)]
+    return parts[0]
+
+
+def _partitions(data: Any, column: Optional[str]) -> tuple:
+    """(delayed partitions, column inside a partition, the key column as a dask Series or
+    Array for estimating its distinct count)."""
+    if isinstance(data, dd.DataFrame):
+        if column is None:
+            raise ValueError("build_filter on a dask DataFrame needs column=")
+        return data.to_delayed(), column, data[column]
+    if column is not None:
+        raise ValueError("column= is for a dask DataFrame; pass the Series or Array alone")
+    if isinstance(data, (dd.Series, dd.Index)):
+        return data.to_delayed(), None, data
+    if isinstance(data, da.Array):
+        if data.ndim != 1:
+            raise ValueError(f"build_filter takes a 1-D dask Array, got {data.ndim} dimensions")
+        return list(data.to_delayed().ravel()), None, data
+    raise TypeError(f"build_filter takes a dask Series, DataFrame (with column=) or 1-D Array, "
+                    f"not {type(data).__name__}")
+
+
+def estimate_distinct(keys: Any) -> int:
+    """Dask's approximate distinct count of a dask Series or 1-D Array (HyperLogLog,
+    Series.nunique_approx: one pass over the data, about 1% standard error), nulls not
+    counted."""
+    if isinstance(keys, da.Array):
+        keys = dd.from_dask_array(keys)
+    return int(keys.nunique_approx().compute())
+
+
+def build_filter(data: Any, capacity: Optional[int] = None, fpp: float = 0.01, *, column: Optional[str] = None,
+                 layout: Any = None, backend: str = "cpu", split_every: int = 8, compute: bool = True) -> Any:
+    """One gbf filter holding every key of a dask Series, DataFrame column (column=) or 1-D
+    Array, built in parallel: one filter per partition on the workers, merged by a tree of
+    ORs, split_every filters per task.
+
+    capacity: distinct keys to size for; None: Dask's HyperLogLog estimate (an extra pass
+        over the key column) times ESTIMATE_MARGIN. Every partition gets the same layout,
+        sized here once on the client for the whole column.
+    fpp, layout: as gbf.Filter.
+    backend: where the partition filters live on the workers ("cpu", "gpu", "auto": each
+        worker's GPU when it has one). The result unpickles on the client as this backend.
+    compute: True: the filter; False: a dask Delayed of it (to compute alongside other work).
+
+    Bit for bit equal to gbf.Filter(capacity, fpp, layout=...) with all keys added on one
+    machine. TypeError / ValueError for unsupported inputs (see keys_of).
+    """
+    if split_every < 2:
+        raise ValueError(f"split_every must be at least 2, got {split_every}")
+    parts, inner_column, key_column = _partitions(data, column)
+    if capacity is None:
+        capacity = max(1, math.ceil(estimate_distinct(key_column) * ESTIMATE_MARGIN))
+    template = Filter(capacity, fpp, layout=layout, backend="cpu")
+    shape = template.layout
+    filters = [dask.delayed(_partition_filter, pure=True)(p, inner_column, shape, int(capacity), float(fpp), backend)
+               for p in parts]
+    root = _tree_merge(filters, split_every)
+    return root.compute() if compute else root
+
+
+# --- Probing ------------------------------------------------------------------------------
+
+def _keep_rows(part: Any, column: Optional[str], bloom: Filter) -> Any:
+    values = part if column is None else part[column]
+    if len(values) == 0:
+        return part
+    keep = np.asarray(bloom.contains(keys_of(values)), dtype=bool)
+    nulls = values.isna()
+    if nulls.any():
+        keep |= nulls.to_numpy()
+    return part[keep]
+
+
+def _keep_keys(block: np.ndarray, bloom: Filter) -> np.ndarray:
+    if block.size == 0:
+        return block
+    return block[np.asarray(bloom.contains(keys_of(block)), dtype=bool)]
+
+
+def _client() -> Any:
+    try:
+        from distributed import get_client
+        return get_client()
+    except (ImportError, ValueError):
+        return None
+
+
+def broadcast(bloom: Filter) -> Any:
+    """The filter as one object every task can name: with a dask.distributed Client, a
+    Future replicated to every worker (client.scatter(..., broadcast=True): sent once per
+    worker, pickled as its native bytes); without one, a Delayed (one key of the graph)."""
+    client = _client()
+    if client is None:
+        return dask.delayed(bloom, pure=True)
+    return client.scatter(bloom, broadcast=True, hash=False)
+
+
+def prefilter(probe: Any, column: Optional[str], bloom: Any) -> Any:
+    """The rows of `probe` (a dask DataFrame: key column `column`; a dask Series or 1-D
+    Array: column=None) whose key may be in `bloom`, lazily, partition by partition. Rows
+    with a null key are kept. `bloom` is a gbf.Filter (broadcast here, once) or what
+    broadcast() returned. No row whose key was added is ever dropped; an absent key
+    survives with the filter's false-positive rate."""
+    if isinstance(bloom, Filter):
+        bloom = broadcast(bloom)
+    if isinstance(probe, dd.DataFrame):
+        if column is None:
+            raise ValueError("prefilter on a dask DataFrame needs the key column")
+        if column not in probe.columns:
+            raise ValueError(f"prefilter: no column {column!r}; the columns are {list(probe.columns)}")
+    elif isinstance(probe, (dd.Series, da.Array)):
+        if column is not None:
+            raise ValueError("column is for a dask DataFrame; pass a Series or Array with column=None")
+    else:
+        raise TypeError(f"prefilter takes a dask DataFrame, Series or 1-D Array, not {type(probe).__name__}")
+    if isinstance(probe, da.Array):
+        if probe.ndim != 1:
+            raise ValueError(f"prefilter takes a 1-D dask Array, got {probe.ndim} dimensions")
+        if not isinstance(bloom, Delayed):
+            bloom = dask.delayed(bloom)
+        blocks = [da.from_delayed(dask.delayed(_keep_keys, pure=True)(b, bloom), shape=(np.nan,),
+                                  dtype=probe.dtype, meta=np.empty(0, probe.dtype))
+                  for b in probe.to_delayed().ravel()]
+        return da.concatenate(blocks) if blocks else probe
+    return probe.map_partitions(_keep_rows, column, bloom, meta=probe._meta)
+
+
+def semi_join(probe: Any, build: Any, on: Optional[str] = None, *, left_on: Optional[str] = None,
+              right_on: Optional[str] = None, capacity: Optional[int] = None, fpp: float = 0.01,
+              backend: str = "cpu", **merge_options: Any) -> Any:
+    """The inner join of two dask DataFrames with a gbf prefilter pushed into the probe side:
+    a filter of build's keys (build_filter), the probe rows that may match (prefilter),
+    then dd.merge(prefiltered probe, build, how="inner", ...). Equal to
+    dd.merge(probe, build, how="inner", ...) (no key is lost: a Bloom filter has no false
+    negatives), with fewer probe rows shuffled. on / left_on / right_on and merge_options as
+    dd.merge; capacity, fpp, backend as build_filter."""
+    if on is not None:
+        if left_on is not None or right_on is not None:
+            raise ValueError("give on= or left_on= and right_on=, not both")
+        left_on = right_on = on
+    if left_on is None or right_on is None:
+        raise ValueError("semi_join needs on= or both left_on= and right_on=")
+    if merge_options.get("how", "inner") != "inner":
+        raise ValueError("semi_join is an inner join (a prefilter drops probe rows, which other joins keep)")
+    merge_options.pop("how", None)
+    bloom = build_filter(build, capacity, fpp, column=right_on, backend=backend)
+    kept = prefilter(probe, left_on, bloom)
+    return dd.merge(kept, build, how="inner", left_on=left_on, right_on=right_on, **merge_options)
+
+
+__all__ = ["build_filter", "prefilter", "semi_join", "broadcast", "merge_filters", "estimate_distinct", "keys_of",
+           "ESTIMATE_MARGIN"]

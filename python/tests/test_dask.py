@@ -1,0 +1,245 @@
+"""gbf.dask on a dask.distributed LocalCluster (two in-process workers, so that CI stays in
+seconds; GBF_DASK_PROCESSES=1 runs the cluster tests on worker processes instead, which
+pickles every filter between processes): distributed filters against one filter built on
+one machine, prefilters against the exact pandas answer, semi_join against dd.merge and
+DuckDB."""
+
+import os
+
+import numpy as np
+import pytest
+
+import gbf
+
+dask = pytest.importorskip("dask", reason="gbf.dask's tests need dask (pip install ./python[dask])")
+pytest.importorskip("dask.dataframe", reason="gbf.dask's tests need dask[dataframe]")
+distributed = pytest.importorskip("distributed", reason="gbf.dask's tests need dask.distributed")
+pd = pytest.importorskip("pandas")
+pa = pytest.importorskip("pyarrow")
+import dask.array as da  # noqa: E402
+import dask.dataframe as dd  # noqa: E402
+
+import gbf.dask as gd  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client():
+    processes = os.environ.get("GBF_DASK_PROCESSES") == "1"
+    with dask.config.set({"dataframe.shuffle.method": "tasks", "distributed.logging.distributed": "error"}):
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=processes,
+                                      dashboard_address=None) as cluster, distributed.Client(cluster) as c:
+            yield c
+
+
+def _one_machine(keys, like):
+    """The filter of `keys` built in this process, in the layout of `like`."""
+    f = gbf.Filter(like.capacity, like.fpp, layout=like.layout, backend="cpu")
+    f.add(keys)
+    return f
+
+
+@pytest.mark.parametrize("npartitions, split_every", [(1, 8), (3, 2), (7, 8), (16, 3)])
+def test_distributed_filter_bits_equal_one_machine_filter(client, npartitions, split_every):
+    rng = np.random.default_rng(npartitions)
+    keys = rng.integers(-2**62, 2**62, 30_000, dtype=np.int64)
+    series = dd.from_pandas(pd.Series(keys), npartitions=npartitions)
+    bf = gd.build_filter(series, 30_000, 0.01, split_every=split_every)
+    assert bf.capacity == 30_000 and bf.backend == "cpu"
+    assert np.array_equal(bf.words(), _one_machine(keys, bf).words())
+    assert bool(bf.contains(keys).all())  # no false negatives
+
+
+@pytest.mark.parametrize("dtype", ["object", "string[pyarrow]", "arrow_string"])
+def test_string_columns_of_every_pandas_dtype_hash_as_utf8(client, dtype):
+    words = [f"user-{i}-é" for i in range(5_000)]
+    if dtype == "arrow_string":
+        column = pd.Series(pa.array(words + [None]), dtype=pd.ArrowDtype(pa.string()))
+    else:
+        column = pd.Series(words + [None], dtype=dtype)
+    frame = dd.from_pandas(pd.DataFrame({"k": column, "v": np.arange(len(column))}), npartitions=4)
+    bf = gd.build_filter(frame, 5_000, column="k")
+    assert np.array_equal(bf.words(), _one_machine(words, bf).words())  # the null is not added
+    assert bool(bf.contains(words).all())
+
+
+def test_integer_widths_hash_by_value(client):
+    values = np.arange(-5_000, 5_000, dtype=np.int32)
+    narrow = gd.build_filter(dd.from_pandas(pd.Series(values), npartitions=3), 10_000)
+    wide = gd.build_filter(dd.from_pandas(pd.Series(values.astype(np.int64)), npartitions=2), 10_000)
+    assert np.array_equal(narrow.words(), wide.words())
+    assert bool(narrow.contains(values.astype(np.int64)).all())
+    nullable = gd.build_filter(dd.from_pandas(pd.Series(list(values) + [None], dtype="Int64"), npartitions=2),
+                               10_000)
+    assert np.array_equal(nullable.words(), wide.words())
+    unsigned = gd.build_filter(dd.from_pandas(pd.Series(np.arange(100, dtype=np.uint16)), npartitions=2), 100)
+    assert bool(unsigned.contains(np.arange(100, dtype=np.uint64)).all())
+
+
+def test_dask_array_keys(client):
+    keys = np.random.default_rng(3).integers(0, 2**40, 20_000)
+    bf = gd.build_filter(da.from_array(keys, chunks=3_000), 20_000)
+    assert np.array_equal(bf.words(), _one_machine(keys, bf).words())
+    kept = gd.prefilter(da.from_array(np.concatenate([keys[:500], -keys[:500] - 1]), chunks=300), None, bf)
+    kept = kept.compute()
+    assert set(keys[:500]) <= set(kept) and len(kept) < 520
+
+
+def test_capacity_defaults_to_the_estimated_distinct_count(client):
+    keys = np.random.default_rng(5).integers(0, 2**50, 40_000)
+    series = dd.from_pandas(pd.Series(np.concatenate([keys, keys[:10_000]])), npartitions=5)  # duplicates
+    estimate = gd.estimate_distinct(series)
+    assert abs(estimate - 40_000) < 0.05 * 40_000
+    bf = gd.build_filter(series)
+    assert bf.capacity == int(np.ceil(estimate * gd.ESTIMATE_MARGIN))
+    assert bool(bf.contains(keys).all())
+    assert bf.stats().estimated_fpr <= 0.011
+
+
+def test_merges_are_exact_idempotent_and_order_free():
+    rng = np.random.default_rng(9)
+    parts = [rng.integers(0, 2**60, 2_000) for _ in range(4)]
+    filters = [_one_machine(p, gbf.Filter(8_000, 0.01, backend="cpu")) for p in parts]
+    before = [f.words().copy() for f in filters]
+    once = gd.merge_filters(filters)
+    assert np.array_equal(once.words(), gd.merge_filters(filters[::-1]).words())
+    # A retried task merges a partition's filter twice: same bits.
+    assert np.array_equal(once.words(), gd.merge_filters(filters + filters[1:3]).words())
+    assert np.array_equal(once.words(), _one_machine(np.concatenate(parts), filters[0]).words())
+    assert bool(once.contains(np.concatenate(parts)).all())
+    assert all(np.array_equal(b, f.words()) for b, f in zip(before, filters))  # inputs unchanged
+
+
+def test_filters_of_different_layouts_are_refused_at_merge():
+    with pytest.raises(gbf.LayoutMismatch):
+        gd.merge_filters([gbf.Filter(1_000, 0.01, backend="cpu"), gbf.Filter(100_000, 0.01, backend="cpu")])
+    with pytest.raises(ValueError, match="at least one"):
+        gd.merge_filters([])
+
+
+def test_a_failed_partition_task_is_retried_with_identical_bits(client, tmp_path):
+    keys = np.arange(12_000, dtype=np.int64) * 7919
+    expected = gd.build_filter(dd.from_pandas(pd.Series(keys), npartitions=4), 12_000)
+    failed_once = str(tmp_path / "failed-once")  # a file: tasks are pickled to the workers
+
+    def flaky(part):
+        # Fails the first time it runs on the partition holding key 0, as a lost worker would.
+        if len(part) and part.iloc[0] == 0 and not os.path.exists(failed_once):
+            open(failed_once, "w").close()
+            raise ConnectionError("simulated worker loss")
+        return part
+
+    series = dd.from_pandas(pd.Series(keys), npartitions=4).map_partitions(flaky)
+    delayed_filter = gd.build_filter(series, 12_000, compute=False)
+    retried = client.compute(delayed_filter, retries=2).result()
+    assert os.path.exists(failed_once)
+    assert np.array_equal(retried.words(), expected.words())
+    assert bool(retried.contains(keys).all())
+
+
+def test_a_worker_lost_during_the_build_is_replaced_with_identical_bits(client, tmp_path):
+    if os.environ.get("GBF_DASK_PROCESSES") != "1":
+        pytest.skip("killing a worker needs worker processes: run with GBF_DASK_PROCESSES=1 (about 30 s)")
+    keys = np.arange(12_000, dtype=np.int64) * 7919
+    expected = gd.build_filter(dd.from_pandas(pd.Series(keys), npartitions=4), 12_000)
+    died = str(tmp_path / "died")
+
+    def die_once(part):
+        # The worker process running the partition that holds key 0 exits, once.
+        if len(part) and part.iloc[0] == 0 and not os.path.exists(died):
+            open(died, "w").close()
+            os._exit(1)
+        return part
+
+    series = dd.from_pandas(pd.Series(keys), npartitions=4).map_partitions(die_once)
+    rebuilt = gd.build_filter(series, 12_000)
+    assert os.path.exists(died)
+    assert np.array_equal(rebuilt.words(), expected.words())
+    assert bool(rebuilt.contains(keys).all())
+    client.wait_for_workers(2, timeout=60)  # the nanny restarts the lost worker
+
+
+def test_broadcast_puts_the_filter_on_every_worker(client):
+    bf = gbf.Filter(1_000, 0.01, backend="cpu")
+    bf.add(np.arange(1_000))
+    future = gd.broadcast(bf)
+    holders = client.who_has(future)[future.key]
+    assert len(holders) == len(client.scheduler_info()["workers"]) == 2
+    assert np.array_equal(future.result().words(), bf.words())
+
+
+def _frames(seed, selectivity, probe_rows=20_000, build_keys=4_000, strings=False):
+    """A build frame of distinct keys and a probe frame in which `selectivity` of the rows
+    hold a build key (the others hold keys absent from the build side)."""
+    rng = np.random.default_rng(seed)
+    keys = rng.choice(2**40, size=build_keys + probe_rows, replace=False).astype(np.int64)
+    build_k, absent = keys[:build_keys], keys[build_keys:]
+    hits = rng.random(probe_rows) < selectivity
+    probe_k = np.where(hits, build_k[rng.integers(0, build_keys, probe_rows)], absent)
+    if strings:
+        build_k = np.array([f"k{k}" for k in build_k], dtype=object)
+        probe_k = np.array([f"k{k}" for k in probe_k], dtype=object)
+    build = pd.DataFrame({"key": build_k, "b": np.arange(build_keys)})
+    probe = pd.DataFrame({"key": probe_k, "p": np.arange(probe_rows)})
+    return probe, build
+
+
+def test_prefilter_keeps_every_match_and_few_others(client):
+    probe, build = _frames(11, 0.1)
+    bf = gd.build_filter(dd.from_pandas(build, npartitions=3), 4_000, 0.01, column="key")
+    kept = gd.prefilter(dd.from_pandas(probe, npartitions=5), "key", bf)
+    assert isinstance(kept, dd.DataFrame)
+    kept = kept.compute()
+    matches = probe["key"].isin(build["key"])
+    assert set(probe.loc[matches, "p"]) <= set(kept["p"])  # no false negatives
+    absent = (~matches).sum()
+    false_positives = len(kept) - matches.sum()
+    bound = bf.layout.expected_fpr(4_000)
+    assert false_positives / absent <= bound + 4 * np.sqrt(bound / absent)
+
+
+def test_prefilter_keeps_rows_with_null_keys(client):
+    probe = pd.DataFrame({"key": pd.Series([1, None, 3, None, 10**12], dtype="Int64"), "p": range(5)})
+    bf = gbf.Filter(100, 0.01, backend="cpu")
+    bf.add(np.array([1, 3], dtype=np.int64))
+    kept = gd.prefilter(dd.from_pandas(probe, npartitions=2), "key", bf).compute()
+    assert sorted(kept["p"]) == [0, 1, 2, 3]
+
+
+def _sorted(frame):
+    frame = frame[sorted(frame.columns)]
+    return frame.sort_values(list(frame.columns)).reset_index(drop=True)
+
+
+@pytest.mark.parametrize("selectivity, strings", [(0.01, False), (0.2, True), (0.9, False)])
+def test_semi_join_equals_dask_merge_and_duckdb(client, selectivity, strings):
+    probe, build = _frames(int(selectivity * 100), selectivity, strings=strings)
+    probe_d, build_d = dd.from_pandas(probe, npartitions=4), dd.from_pandas(build, npartitions=2)
+    ours = _sorted(gd.semi_join(probe_d, build_d, on="key").compute())
+    theirs = _sorted(dd.merge(probe_d, build_d, on="key", how="inner").compute())
+    pd.testing.assert_frame_equal(ours, theirs)
+    assert len(ours) == probe["key"].isin(build["key"]).sum()
+    try:
+        import duckdb
+    except ImportError:
+        return
+    con = duckdb.connect()
+    con.register("probe", probe)
+    con.register("build", build)
+    duck = con.execute("SELECT probe.key, p, b FROM probe JOIN build USING (key)").df()
+    pd.testing.assert_frame_equal(ours, _sorted(duck), check_dtype=False)
+
+
+def test_bad_inputs_are_clear_errors(client):
+    frame = dd.from_pandas(pd.DataFrame({"k": [1.5, 2.5], "s": ["a", "b"]}), npartitions=1)
+    with pytest.raises(TypeError, match="dtype float64"):
+        gd.build_filter(frame, 10, column="k")
+    with pytest.raises(ValueError, match="needs column="):
+        gd.build_filter(frame, 10)
+    with pytest.raises(TypeError, match="dask Series, DataFrame"):
+        gd.build_filter(np.arange(3), 10)
+    with pytest.raises(ValueError, match="no column 'x'"):
+        gd.prefilter(frame, "x", gbf.Filter(10, backend="cpu"))
+    with pytest.raises(ValueError, match="split_every"):
+        gd.build_filter(frame["s"], 10, split_every=1)
+    with pytest.raises(ValueError, match="inner join"):
+        gd.semi_join(frame, frame, on="s", how="left")
