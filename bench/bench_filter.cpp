@@ -6,6 +6,12 @@
 // block, 8 bits per key (the Parquet layout). `contains` probes keys that were
 // never added, so every hit is a false positive; its rate is the `fpr` counter.
 // GPU rows appear only when a GPU is present.
+//
+// counting_<op> rows run the counting filter (docs/counting.md) of the same
+// plain layout, so at the same key count as the plain rows (its counters are
+// 4x the bytes in the name): counting_contains/X against contains/X is the
+// price of a counting probe. counting_remove removes a batch that was added
+// (checked remove), then adds it back outside the timing.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -13,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "gbf/counting_filter.hpp"
 #include "gbf/detail/splitmix64.hpp"
 #include "gbf/filter.hpp"
 #if defined(GBF_HAS_CUDA)
@@ -96,6 +103,52 @@ void bm_contains(benchmark::State& state, config c, std::uint64_t filter_bytes) 
   state.SetLabel(f.description());
 }
 
+gbf::counting_filter filled_counting(const config& c, std::uint64_t filter_bytes) {
+  gbf::counting_filter f(layout_of_bytes(filter_bytes), c.opts);
+  const auto inserted = make_keys(1ULL << 62, static_cast<std::size_t>(filter_bytes * 8 / 10.5));
+  f.add(inserted.data(), inserted.size());
+  return f;
+}
+
+void bm_counting_add(benchmark::State& state, config c, std::uint64_t filter_bytes) {
+  gbf::counting_filter f(layout_of_bytes(filter_bytes), c.opts);
+  batch b(0, c.where_keys);
+  for (auto _ : state) {
+    f.add(b.keys, batch_keys);
+    state.PauseTiming();
+    f.remove_unchecked(b.keys, batch_keys);  // keep the counters far from saturation
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * batch_keys));
+  state.SetLabel(f.description());
+}
+
+void bm_counting_contains(benchmark::State& state, config c, std::uint64_t filter_bytes) {
+  const gbf::counting_filter f = filled_counting(c, filter_bytes);
+  batch b(0, c.where_keys);
+  for (auto _ : state) f.contains(b.keys, batch_keys, b.found);
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * batch_keys));
+  state.counters["fpr"] =
+      static_cast<double>(f.count(b.keys, batch_keys)) / static_cast<double>(batch_keys);
+  state.SetLabel(f.description());
+}
+
+void bm_counting_remove(benchmark::State& state, config c, std::uint64_t filter_bytes) {
+  gbf::counting_filter f = filled_counting(c, filter_bytes);
+  batch b(0, c.where_keys);
+  f.add(b.keys, batch_keys);
+  std::uint64_t refused = 0;
+  for (auto _ : state) {
+    refused += f.remove(b.keys, batch_keys).refused;
+    state.PauseTiming();
+    f.add(b.keys, batch_keys);
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * batch_keys));
+  state.counters["refused"] = static_cast<double>(refused);
+  state.SetLabel(f.description());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -124,6 +177,15 @@ int main(int argc, char** argv) {
           ->Unit(benchmark::kMillisecond)->UseRealTime();
       benchmark::RegisterBenchmark(("contains" + suffix).c_str(), bm_contains, c, bytes)
           ->Unit(benchmark::kMillisecond)->UseRealTime();
+      benchmark::RegisterBenchmark(("counting_add" + suffix).c_str(), bm_counting_add, c, bytes)
+          ->Unit(benchmark::kMillisecond)->UseRealTime();
+      benchmark::RegisterBenchmark(("counting_contains" + suffix).c_str(), bm_counting_contains, c,
+                                   bytes)
+          ->Unit(benchmark::kMillisecond)->UseRealTime();
+      if (c.where_keys == keys_in::host)  // remove reports to the host: host keys suffice
+        benchmark::RegisterBenchmark(("counting_remove" + suffix).c_str(), bm_counting_remove, c,
+                                     bytes)
+            ->Unit(benchmark::kMillisecond)->UseRealTime();
     }
   }
   benchmark::Initialize(&argc, argv);

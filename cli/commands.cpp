@@ -15,6 +15,8 @@
 #include <optional>
 #include <vector>
 
+#include "cli/command_support.hpp"
+#include "cli/counting.hpp"
 #include "cli/progress.hpp"
 #include "cli/text.hpp"
 #include "gbf/files.hpp"
@@ -26,6 +28,8 @@ namespace {
 // ---------------------------------------------------------------------------
 // Filters and their files
 // ---------------------------------------------------------------------------
+
+}  // namespace
 
 options make_options(const run_options& run) {
   options opts;
@@ -46,15 +50,13 @@ filter load_filter(const filter_file& file, const run_options& run, file_metadat
   }
 }
 
+namespace {
+
 // ---------------------------------------------------------------------------
 // Outputs: never over an input, one writer at a time
 // ---------------------------------------------------------------------------
 
-/// A file a command reads, named as the messages name it ("the key file").
-struct input_file {
-  const char* role;
-  const std::string& path;
-};
+}  // namespace
 
 /// usage_error when the output `path` exists and is, after links, the same file
 /// (device and inode) as one of `inputs`: writing it would destroy an input.
@@ -71,24 +73,6 @@ void refuse_output_over_inputs(const std::string& option, const std::string& pat
                         "'; refusing to overwrite an input (write to another file)");
   }
 }
-
-/// The lock of one output file (gbf::file_lock on its target, links
-/// followed), held from before the command reads its inputs until after the
-/// output is renamed into place, so that two gbf processes never both write it.
-class output_lock {
- public:
-  output_lock(const std::string& path, bool wait) {
-    try {
-      lock_.emplace(path, wait);
-    } catch (const io_error& e) {
-      if (e.os_error() != EWOULDBLOCK) throw;
-      throw io_error(std::string(e.what()) + "; pass --wait to wait for it", EWOULDBLOCK);
-    }
-  }
-
- private:
-  std::optional<file_lock> lock_;
-};
 
 /// Throws invalid_argument naming `file` and every condition a Parquet export of `l` fails.
 void check_exportable(const layout& l, const filter_file& file) {
@@ -116,6 +100,8 @@ layout size_layout(const sizing_options& sizing, std::uint64_t capacity) {
   }
 }
 
+namespace {
+
 /// "cpu" or "gpu": where the filter's batches ran.
 std::string ran_on(const filter& f) { return to_string(f.where()); }
 
@@ -139,9 +125,13 @@ void warn_if_over_capacity(const filter& f, const std::string& path) {
 // One chunk of keys against a filter
 // ---------------------------------------------------------------------------
 
+}  // namespace
+
 string_keys<std::int64_t> text_keys(const key_chunk& c) {
   return {c.text_data.data(), c.text_data.size(), c.offsets.data(), c.size(), nullptr};
 }
+
+namespace {
 
 void add_chunk(filter& f, const key_chunk& c) {
   switch (c.type) {
@@ -214,12 +204,16 @@ class verifier {
   std::uint64_t false_negatives_ = 0;
 };
 
+}  // namespace
+
 /// An allocation failed while a chunk read from `path` was processed.
 [[noreturn]] void fail_chunk_memory(const std::string& path, std::uint64_t first_key, std::size_t keys) {
   throw io_error("'" + path + "': out of memory processing keys " + with_commas(first_key) + " to " +
                      with_commas(first_key + keys) + ": " + std::strerror(ENOMEM),
                  ENOMEM);
 }
+
+namespace {
 
 /// Adds every key of `reader` to `f`; with `verify`, checks each chunk afterwards.
 /// Returns false when verification failed.
@@ -314,7 +308,6 @@ void print_selected(const key_chunk& c, const bool* found, std::uint64_t first_r
     }
   }
 }
-
 
 // ---------------------------------------------------------------------------
 // info
@@ -465,6 +458,7 @@ shape parse_layout(const std::string& text) {
 }
 
 int run_create(const create_args& args) {
+  if (args.sizing.counter_bits != 0) return run_counting_create(args);
   const output_lock lock(args.output.path, args.run.wait);
   const layout l = size_layout(args.sizing, args.sizing.capacity);
   check_exportable(l, args.output);
@@ -479,6 +473,7 @@ int run_create(const create_args& args) {
 }
 
 int run_build(const build_args& args) {
+  if (args.sizing.counter_bits != 0) return run_counting_build(args);
   if (args.sizing.capacity == 0 && args.keys.path == "-")
     throw usage_error("building from standard input needs --capacity (its keys cannot be counted first)");
   refuse_output_over_inputs("-o", args.output.path, {{"the key file", args.keys.path}});
@@ -508,6 +503,7 @@ int run_build(const build_args& args) {
 }
 
 int run_add(const add_args& args) {
+  if (is_counting_file(args.target)) return run_counting_add(args);
   refuse_output_over_inputs("the filter", args.target.path, {{"the key file", args.keys.path}});
   const output_lock lock(args.target.path, args.run.wait);
   file_metadata meta;
@@ -526,7 +522,9 @@ int run_query(const query_args& args) {
     lock.emplace(args.out, args.run.wait);
   }
   file_metadata meta;
-  const filter f = load_filter(args.target, args.run, meta);
+  // A counting filter answers as its projection (a counter != 0 <=> its bit is set).
+  const filter f = is_counting_file(args.target) ? load_counting_projection(args.target, args.run, meta)
+                                                 : load_filter(args.target, args.run, meta);
   const auto reader = key_reader::open(args.keys.path, args.keys.format);
   std::optional<result_writer> out;
   if (!args.out.empty()) out.emplace(args.out, args.out_format);
@@ -562,6 +560,7 @@ int run_query(const query_args& args) {
 }
 
 int run_info(const info_args& args) {
+  if (is_counting_file(args.target)) return run_counting_info(args);
   file_metadata meta;
   const filter f = load_filter(args.target, args.run, meta);
   if (args.json)

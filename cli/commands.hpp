@@ -52,6 +52,7 @@ struct sizing_options {
   double fpp = 0.01;
   shape s;                     ///< From --layout W/K[/SEED].
   bool parquet_compatible = false;
+  std::uint32_t counter_bits = 0;  ///< --counting: a counting filter of 4- or 8-bit counters; 0: plain.
 };
 
 struct keys_input {

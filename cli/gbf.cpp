@@ -19,6 +19,7 @@
 
 #include "cli/bench.hpp"
 #include "cli/commands.hpp"
+#include "cli/counting.hpp"
 #include "cli/demo.hpp"
 #include "cli/join.hpp"
 #include "cli/parquet.hpp"
@@ -125,6 +126,19 @@ CLI::Option* add_sizing_options(CLI::App* cmd, sizing_options& sizing, const cha
   return capacity;
 }
 
+/// --counting and --counter-bits (create, build): a counting filter (docs/counting.md).
+void add_counting_options(CLI::App* cmd, sizing_options& sizing) {
+  CLI::Option* counting = cmd->add_flag_callback(
+      "--counting", [&sizing] { if (sizing.counter_bits == 0) sizing.counter_bits = 4; },
+      "A counting filter (keys can be removed with `gbf remove`): 4-bit counters, 4x the memory");
+  cmd->add_option_function<unsigned>(
+         "--counter-bits", [&sizing](const unsigned& bits) { sizing.counter_bits = bits; },
+         "With --counting: bits per counter, 4 (default) or 8")
+      ->check(CLI::IsMember({4u, 8u}))
+      ->needs(counting)
+      ->trigger_on_parse();
+}
+
 void add_output(CLI::App* cmd, filter_file& output, run_options& run) {
   cmd->add_option("-o,--output", output.path, "Filter file to write (atomically; a symbolic link is followed)")
       ->required();
@@ -204,6 +218,7 @@ int main(int argc, char** argv) {
   add_output(create_cmd, create.output, create.run);
   add_no_header_flag(create_cmd, {&create.output});
   add_run_options(create_cmd, create.run);
+  add_counting_options(create_cmd, create.sizing);
   create_cmd->final_callback([&] { command = [&] { return run_create(create); }; });
 
   build_args build;
@@ -215,6 +230,7 @@ int main(int argc, char** argv) {
   add_output(build_cmd, build.output, build.run);
   add_no_header_flag(build_cmd, {&build.output});
   add_run_options(build_cmd, build.run);
+  add_counting_options(build_cmd, build.sizing);
   build_cmd->add_flag("--verify", build.verify, "Check every key is found afterwards, recomputing answers on the CPU");
   build_cmd->final_callback([&] { command = [&] { return run_build(build); }; });
 
@@ -261,6 +277,27 @@ int main(int argc, char** argv) {
   info_cmd->add_flag("--json", info.json, "One JSON object instead of text");
   add_run_options(info_cmd, info.run);
   info_cmd->final_callback([&] { command = [&] { return run_info(info); }; });
+
+  remove_args remove;
+  CLI::App* remove_cmd = app.add_subcommand(
+      "remove", "Remove the keys of a file from a counting filter file (rewritten atomically)");
+  remove_cmd->add_option("FILTER", remove.target.path, "Counting filter file")->required();
+  add_keys_options(remove_cmd, remove.keys);
+  remove_cmd->add_flag("--unchecked", remove.unchecked,
+                       "Decrement without testing each key first: only for keys known to be held "
+                       "(removing an absent key can cause false negatives)");
+  add_run_options(remove_cmd, remove.run);
+  add_wait_flag(remove_cmd, remove.run);
+  remove_cmd->final_callback([&] { command = [&] { return run_remove(remove); }; });
+
+  project_args project;
+  CLI::App* project_cmd = app.add_subcommand(
+      "project", "Write a counting filter's projection (bit set where a counter is nonzero) as a plain filter");
+  project_cmd->add_option("FILTER", project.input, "Counting filter file")->required();
+  add_output(project_cmd, project.output, project.run);
+  add_no_header_flag(project_cmd, {&project.output});
+  add_run_options(project_cmd, project.run);
+  project_cmd->final_callback([&] { command = [&] { return run_project(project); }; });
 
   combine_args merge;
   combine_args intersect;

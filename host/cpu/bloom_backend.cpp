@@ -33,6 +33,7 @@
 #include "host/bloom_backend.hpp"
 #include "host/cpu/bloom_kernels.hpp"
 #include "host/cpu/memory.hpp"
+#include "host/cpu/owned_blocks.hpp"
 #include "host/cpu/threads.hpp"
 
 namespace gbf {
@@ -54,11 +55,6 @@ using cpu::kernel_op;
 using cpu::kernel_set;
 using cpu::key_range;
 using cpu::stored_hashes;
-
-/// add_new's threads keep this many hashes at a time (32 MiB), bounding its
-/// scratch memory whatever the batch size; chunks run one after another, which
-/// keeps batch order.
-constexpr std::uint64_t owned_chunk_keys = std::uint64_t{1} << 22;
 
 void require_host(const key_batch& keys) {
   if (keys.space == memory_space::device)
@@ -241,42 +237,17 @@ class cpu_bloom final : public bloom_backend {
       run_keys(op, keys, results, 1);
       return;
     }
-    cpu::with_hashes(keys, layout_.seed, [&](auto hash_of) {
-      std::vector<std::uint64_t> hashes = scratch_hashes(std::min(keys.count, owned_chunk_keys));
-      for (std::size_t chunk = 0; chunk < keys.count; chunk += owned_chunk_keys) {
-        const std::size_t chunk_keys = std::min(keys.count - chunk, owned_chunk_keys);
-        key_batch piece = keys;  // the chunk's keys, for a work-balanced hashing split
-        piece.count = chunk_keys;
-        if (keys.is_string())
-          piece.offsets = static_cast<const unsigned char*>(keys.offsets) +
-                          chunk * offset_bytes(keys.kind);
-        cpu::run_in_ranges(cpu::key_bounds(piece, parts), [&](unsigned, std::uint64_t begin,
-                                                              std::uint64_t end) {
-          for (std::size_t i = begin; i < end; ++i) hashes[i] = hash_of(chunk + i);
-        });
-        cpu::run_in_parts(parts, layout_.num_blocks,
-                          [&](unsigned, std::uint64_t first_block, std::uint64_t end_block) {
-                            bloom_job<stored_hashes> owned =
-                                job(op, stored_hashes{hashes.data()}, 0, chunk_keys,
-                                    results == nullptr ? nullptr : results + chunk, nullptr, keys);
-                            owned.keys.validity_bit = keys.validity_bit + chunk;
-                            owned.keys.first_block = first_block;
-                            owned.keys.owned_blocks = end_block - first_block;
-                            kernels_.stored(owned);
-                          });
-      }
-    });
-  }
-
-  static std::vector<std::uint64_t> scratch_hashes(std::uint64_t count) {
-    try {
-      return std::vector<std::uint64_t>(count);
-    } catch (const std::bad_alloc&) {
-      const std::uint64_t bytes = count * sizeof(std::uint64_t);
-      throw allocation_error("cannot allocate " + std::to_string(bytes) +
-                                 " bytes of scratch hashes for add",
-                             bytes);
-    }
+    cpu::run_block_owned(keys, layout_.seed, parts, layout_.num_blocks, "add",
+                         [&](unsigned, const cpu::owned_share& share) {
+                           bloom_job<stored_hashes> owned =
+                               job(op, share.hashes, 0, share.count,
+                                   results == nullptr ? nullptr : results + share.first, nullptr,
+                                   keys);
+                           owned.keys.validity_bit = keys.validity_bit + share.first;
+                           owned.keys.first_block = share.first_block;
+                           owned.keys.owned_blocks = share.owned_blocks;
+                           kernels_.stored(owned);
+                         });
   }
 
   layout layout_;

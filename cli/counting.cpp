@@ -1,0 +1,302 @@
+// The counting filter's commands (cli/counting.hpp).
+#include "cli/counting.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <new>
+#include <optional>
+#include <string>
+
+#include "cli/command_support.hpp"
+#include "cli/progress.hpp"
+#include "cli/text.hpp"
+#include "gbf/counting_filter.hpp"
+#include "gbf/io.hpp"
+
+namespace gbf::cli {
+namespace {
+
+/// Counting filters are saved in the gbf format only; their projection exports.
+void require_native(const filter_file& file) {
+  if (file.format != filter_format::gbf)
+    throw usage_error("'" + file.path +
+                      "': a counting filter is saved in the gbf format only; write its projection "
+                      "as a Parquet SBBF with `gbf project " + file.path +
+                      " -o OUT --format parquet-sbbf`");
+}
+
+counting_filter load_counting_file(const filter_file& file, const run_options& run,
+                                   counting_file_metadata& meta) {
+  require_native(file);
+  try {
+    return load_counting(file.path, make_options(run), &meta);
+  } catch (const std::bad_alloc&) {
+    throw io_error("'" + file.path + "': out of memory loading the counting filter", ENOMEM);
+  }
+}
+
+std::string saturated_text(const counting_stats& s) {
+  return with_commas(s.saturated_counters) + " of " + with_commas(s.num_counters);
+}
+
+void warn_if_saturated(const counting_filter& f, const std::string& path) {
+  const counting_stats s = f.stats();
+  if (s.saturated_counters == 0) return;
+  std::fprintf(stderr,
+               "gbf: warning: '%s' has %s saturated counters: they stay at %u for good, so the "
+               "keys on them can no longer be removed from the projection\n",
+               path.c_str(), with_commas(s.saturated_counters).c_str(),
+               counter_max(s.counter_bits));
+}
+
+void warn_if_over_capacity(const counting_filter& f, const std::string& path) {
+  const counting_stats s = f.stats();
+  if (!s.over_capacity) return;
+  std::fprintf(stderr,
+               "gbf: warning: '%s' is over capacity: estimated distinct keys %.0f in a filter "
+               "sized for %s; its false-positive rate is now %.3g%%\n",
+               path.c_str(), s.estimated_keys, with_commas(s.capacity).c_str(),
+               100 * s.estimated_fpr);
+}
+
+enum class counting_step { add, remove, remove_unchecked };
+
+/// Runs `step` on every key of `keys`; returns the removal report (remove only).
+remove_report run_keys(counting_filter& f, const keys_input& keys, const run_options& run,
+                       counting_step step) {
+  const auto reader = key_reader::open(keys.path, keys.format);
+  progress bar(step == counting_step::add ? "added" : "removed", reader->known_count(), run.quiet);
+  key_chunk chunk;
+  remove_report total;
+  while (reader->next(chunk, keys.chunk_keys)) {
+    try {
+      remove_report r;
+      switch (step) {
+        case counting_step::add:
+          if (chunk.type == key_type::u32) f.add(chunk.u32.data(), chunk.u32.size());
+          if (chunk.type == key_type::u64) f.add(chunk.u64.data(), chunk.u64.size());
+          if (chunk.type == key_type::text) f.add(text_keys(chunk));
+          break;
+        case counting_step::remove:
+          if (chunk.type == key_type::u32) r = f.remove(chunk.u32.data(), chunk.u32.size());
+          if (chunk.type == key_type::u64) r = f.remove(chunk.u64.data(), chunk.u64.size());
+          if (chunk.type == key_type::text) r = f.remove(text_keys(chunk));
+          break;
+        case counting_step::remove_unchecked:
+          if (chunk.type == key_type::u32) f.remove_unchecked(chunk.u32.data(), chunk.u32.size());
+          if (chunk.type == key_type::u64) f.remove_unchecked(chunk.u64.data(), chunk.u64.size());
+          if (chunk.type == key_type::text) f.remove_unchecked(text_keys(chunk));
+          r.removed = chunk.size();
+          break;
+      }
+      total.removed += r.removed;
+      total.refused += r.refused;
+    } catch (const std::bad_alloc&) {
+      fail_chunk_memory(keys.path, bar.done(), chunk.size());
+    }
+    bar.advance(chunk.size());
+  }
+  bar.finish(std::string(" on ") + to_string(f.where()));
+  return total;
+}
+
+void save_counting(const counting_filter& f, const filter_file& file, double fpp) {
+  require_native(file);
+  save(f, file.path, fpp);
+}
+
+}  // namespace
+
+bool is_counting_file(const filter_file& file) {
+  if (file.format != filter_format::gbf) return false;
+  try {
+    return read_file_kind(file.path) == file_kind::counting;
+  } catch (const error&) {
+    return false;
+  }
+}
+
+filter load_counting_projection(const filter_file& file, const run_options& run,
+                                file_metadata& meta) {
+  counting_file_metadata m;
+  const counting_filter f = load_counting_file(file, run, m);
+  const counting_stats s = f.stats();
+  meta = file_metadata{m.l, m.capacity, m.fpp, s.keys_added > s.keys_removed
+                                                   ? s.keys_added - s.keys_removed
+                                                   : 0};
+  return f.projection();
+}
+
+int run_counting_create(const create_args& args) {
+  require_native(args.output);
+  const output_lock lock(args.output.path, args.run.wait);
+  const layout l = size_layout(args.sizing, args.sizing.capacity);
+  const counting_filter f(l, make_options(args.run), args.sizing.capacity,
+                          args.sizing.counter_bits);
+  save_counting(f, args.output, args.sizing.fpp);
+  if (!args.run.quiet)
+    std::fprintf(stderr,
+                 "gbf: created %s: counting filter, %s with %u-bit counters; %.2f bytes/key for %s "
+                 "keys at fpp %g (a plain filter: %.2f)\n",
+                 args.output.path.c_str(), to_string(l).c_str(), args.sizing.counter_bits,
+                 f.stats().bytes_per_key, with_commas(args.sizing.capacity).c_str(),
+                 args.sizing.fpp,
+                 static_cast<double>(l.size_bytes()) / static_cast<double>(args.sizing.capacity));
+  return 0;
+}
+
+int run_counting_build(const build_args& args) {
+  require_native(args.output);
+  if (args.verify) throw usage_error("--verify is not available with --counting");
+  if (args.sizing.capacity == 0 && args.keys.path == "-")
+    throw usage_error("building from standard input needs --capacity (its keys cannot be counted first)");
+  refuse_output_over_inputs("-o", args.output.path, {{"the key file", args.keys.path}});
+  const output_lock lock(args.output.path, args.run.wait);
+  std::uint64_t capacity = args.sizing.capacity;
+  if (capacity == 0) capacity = key_reader::open(args.keys.path, args.keys.format)->count_keys();
+  if (capacity == 0)
+    throw format_error("'" + args.keys.path + "' holds no keys; pass --capacity to size an empty filter");
+  counting_filter f(size_layout(args.sizing, capacity), make_options(args.run), capacity,
+                    args.sizing.counter_bits);
+  run_keys(f, args.keys, args.run, counting_step::add);
+  save_counting(f, args.output, args.sizing.fpp);
+  warn_if_over_capacity(f, args.output.path);
+  warn_if_saturated(f, args.output.path);
+  return 0;
+}
+
+int run_counting_add(const add_args& args) {
+  if (args.verify) throw usage_error("--verify is not available for counting filters");
+  refuse_output_over_inputs("the filter", args.target.path, {{"the key file", args.keys.path}});
+  const output_lock lock(args.target.path, args.run.wait);
+  counting_file_metadata meta;
+  counting_filter f = load_counting_file(args.target, args.run, meta);
+  run_keys(f, args.keys, args.run, counting_step::add);
+  save_counting(f, args.target, meta.fpp);
+  warn_if_over_capacity(f, args.target.path);
+  warn_if_saturated(f, args.target.path);
+  return 0;
+}
+
+int run_remove(const remove_args& args) {
+  require_native(args.target);
+  if (!is_counting_file(args.target)) {
+    // Says what the file is (a plain filter, a missing file, ...) or that it cannot be read.
+    const file_kind kind = read_file_kind(args.target.path);
+    if (kind != file_kind::counting)
+      throw invalid_argument("'" + args.target.path +
+                             "' is not a counting filter; keys can be removed only from one "
+                             "made with `gbf create --counting` or `gbf build --counting`");
+  }
+  refuse_output_over_inputs("the filter", args.target.path, {{"the key file", args.keys.path}});
+  const output_lock lock(args.target.path, args.run.wait);
+  counting_file_metadata meta;
+  counting_filter f = load_counting_file(args.target, args.run, meta);
+  const remove_report r = run_keys(
+      f, args.keys, args.run, args.unchecked ? counting_step::remove_unchecked : counting_step::remove);
+  save_counting(f, args.target, meta.fpp);
+  if (args.unchecked)
+    std::printf("%s keys removed (unchecked)\n", with_commas(r.removed).c_str());
+  else
+    std::printf("%s keys removed, %s refused (not present)\n", with_commas(r.removed).c_str(),
+                with_commas(r.refused).c_str());
+  check_stdout();
+  return 0;
+}
+
+int run_counting_info(const info_args& args) {
+  counting_file_metadata meta;
+  const counting_filter f = load_counting_file(args.target, args.run, meta);
+  const counting_stats s = f.stats();
+  const layout& l = f.layout();
+  const std::string problem = parquet_problem(l);
+  const double plain_bytes_per_key =
+      meta.capacity ? static_cast<double>(l.size_bytes()) / static_cast<double>(meta.capacity) : 0;
+  if (args.json) {
+    const auto number = [](double x) -> std::string {
+      if (!std::isfinite(x)) return "null";
+      char text[32];
+      std::snprintf(text, sizeof text, "%.17g", x);
+      return text;
+    };
+    std::printf("{\"file\": %s, \"format\": \"gbf\", \"kind\": \"counting\", "
+                "\"words_per_block\": %u, \"bits_per_key\": %u, \"seed\": %llu, "
+                "\"num_blocks\": %llu, \"counter_bits\": %u, \"size_bytes\": %llu, "
+                "\"parquet_problem\": %s, \"capacity\": %llu, \"fpp\": %s, \"keys_added\": %llu, "
+                "\"keys_removed\": %llu, \"nonzero_counters\": %llu, \"saturated_counters\": %llu, "
+                "\"num_counters\": %llu, \"fill_ratio\": %s, \"estimated_keys\": %s, "
+                "\"estimated_fpr\": %s, \"bytes_per_key\": %s, \"plain_bytes_per_key\": %s, "
+                "\"over_capacity\": %s}\n",
+                json_string(args.target.path).c_str(), l.words_per_block, l.bits_per_key,
+                static_cast<unsigned long long>(l.seed),
+                static_cast<unsigned long long>(l.num_blocks), s.counter_bits,
+                static_cast<unsigned long long>(s.size_bytes), json_string(problem).c_str(),
+                static_cast<unsigned long long>(meta.capacity), number(meta.fpp).c_str(),
+                static_cast<unsigned long long>(s.keys_added),
+                static_cast<unsigned long long>(s.keys_removed),
+                static_cast<unsigned long long>(s.nonzero_counters),
+                static_cast<unsigned long long>(s.saturated_counters),
+                static_cast<unsigned long long>(s.num_counters), number(s.fill_ratio).c_str(),
+                number(s.estimated_keys).c_str(), number(s.estimated_fpr).c_str(),
+                number(s.bytes_per_key).c_str(), number(plain_bytes_per_key).c_str(),
+                s.over_capacity ? "true" : "false");
+    check_stdout();
+    return 0;
+  }
+  const auto row = [](const char* name, const std::string& value) {
+    std::printf("%-19s %s\n", name, value.c_str());
+  };
+  char text[200];
+  row("file:", args.target.path);
+  row("format:", "gbf container, version 2, kind counting");
+  row("layout:", to_string(l));
+  std::snprintf(text, sizeof text, "%u bits (saturate at %u)", s.counter_bits,
+                counter_max(s.counter_bits));
+  row("counters:", text);
+  row("saturated counters:", saturated_text(s));
+  row("projection:", problem.empty() ? "parquet-compatible (gbf project F -o OUT --format parquet-sbbf)"
+                                     : "plain gbf filter only (parquet: " + problem + ")");
+  row("capacity:", meta.capacity ? with_commas(meta.capacity) + " keys" : "unknown");
+  std::snprintf(text, sizeof text, "%g", meta.fpp);
+  row("target fpp:", meta.fpp > 0 ? text : "unknown");
+  row("keys added:", with_commas(s.keys_added) + " (duplicates included)");
+  row("keys removed:", with_commas(s.keys_removed));
+  row("size:", with_commas(s.size_bytes) + " bytes (" + std::to_string(s.counter_bits) +
+                   "x the plain filter's " + with_commas(l.size_bytes()) + ")");
+  if (meta.capacity > 0) {
+    std::snprintf(text, sizeof text, "%.2f at capacity (the plain filter: %.2f)", s.bytes_per_key,
+                  plain_bytes_per_key);
+    row("bytes/key:", text);
+  }
+  std::snprintf(text, sizeof text, "%s of %s (fill ratio %.4f)",
+                with_commas(s.nonzero_counters).c_str(), with_commas(s.num_counters).c_str(),
+                s.fill_ratio);
+  row("nonzero counters:", text);
+  std::snprintf(text, sizeof text, "%.0f", s.estimated_keys);
+  row("estimated keys:", std::isinf(s.estimated_keys) ? "unknown (every counter is nonzero)" : text);
+  std::snprintf(text, sizeof text, "%.3g", s.estimated_fpr);
+  row("estimated fpr:", text);
+  if (s.over_capacity)
+    std::printf("WARNING: over capacity: estimated distinct keys %.0f in a filter sized for %s\n",
+                s.estimated_keys, with_commas(s.capacity).c_str());
+  check_stdout();
+  return 0;
+}
+
+int run_project(const project_args& args) {
+  refuse_output_over_inputs("-o", args.output.path, {{"the counting filter", args.input}});
+  const output_lock lock(args.output.path, args.run.wait);
+  counting_file_metadata meta;
+  const counting_filter f = load_counting_file({args.input}, args.run, meta);
+  check_exportable(f.layout(), args.output);
+  const filter projected = f.projection();
+  save_filter(projected, args.output, meta.fpp);
+  if (!args.run.quiet)
+    std::fprintf(stderr, "gbf: wrote %s: the projection of '%s' (%s bits set)\n",
+                 args.output.path.c_str(), args.input.c_str(),
+                 with_commas(projected.bits_set()).c_str());
+  return 0;
+}
+
+}  // namespace gbf::cli

@@ -1,0 +1,223 @@
+// gbf::counting_filter: argument checks, backend choice and bookkeeping over a
+// counting_backend. The counter work itself lives in the backends.
+#include "gbf/counting_filter.hpp"
+
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "host/backend.hpp"
+#include "host/counting_backend.hpp"
+#include "host/keys.hpp"
+
+namespace gbf {
+namespace {
+
+using detail::call_options;
+using detail::key_batch;
+
+void check_counting_layout(const layout& l, std::uint32_t counter_bits) {
+  if (const char* problem = counting_layout_problem(l, counter_bits))
+    throw invalid_argument(std::string("invalid counting filter layout: ") + problem);
+}
+
+std::unique_ptr<detail::counting_backend> place(const layout& l, std::uint32_t counter_bits,
+                                                const options& opts, std::string& description) {
+  check_counting_layout(l, counter_bits);
+  std::string reason;
+  std::unique_ptr<detail::counting_backend> impl =
+      detail::resolve(opts, &reason) == backend::gpu
+          ? detail::make_gpu_counting(l, counter_bits, opts, &description)
+          : detail::make_cpu_counting(l, counter_bits, opts, &description);
+  if (!reason.empty()) description += "; " + reason;
+  return impl;
+}
+
+std::string counting_text(const layout& l, std::uint32_t counter_bits) {
+  return to_string(l) + " with " + std::to_string(counter_bits) + "-bit counters";
+}
+
+}  // namespace
+
+counting_filter::counting_filter(const gbf::layout& l, const options& opts,
+                                 std::uint64_t capacity, std::uint32_t counter_bits)
+    : layout_(l), counter_bits_(counter_bits), options_(opts), capacity_(capacity) {
+  impl_ = place(l, counter_bits, opts, description_);
+}
+
+counting_filter counting_filter::create(std::uint64_t capacity, double fpp, const options& opts,
+                                        const shape& s, std::uint32_t counter_bits) {
+  return counting_filter(size_for(capacity, fpp, s), opts, capacity, counter_bits);
+}
+
+counting_filter counting_filter::from_counters(const gbf::layout& l, std::uint32_t counter_bits,
+                                               const std::uint32_t* counters, const options& opts,
+                                               std::uint64_t capacity, std::uint64_t keys_added,
+                                               std::uint64_t keys_removed) {
+  if (counters == nullptr) throw invalid_argument("from_counters: counters is null");
+  counting_filter f(l, opts, capacity, counter_bits);
+  f.impl_->write_counters(counters);
+  f.keys_added_ = keys_added;
+  f.keys_removed_ = keys_removed;
+  return f;
+}
+
+counting_filter::counting_filter(counting_filter&&) noexcept = default;
+counting_filter& counting_filter::operator=(counting_filter&&) noexcept = default;
+counting_filter::~counting_filter() = default;
+
+counting_filter counting_filter::copy_to(backend where, const options& opts) const {
+  options target = opts;
+  target.where = where;
+  const std::vector<std::uint32_t> words = counters();
+  return from_counters(layout_, counter_bits_, words.data(), target, capacity_, keys_added_,
+                       keys_removed_);
+}
+
+backend counting_filter::where() const noexcept { return impl_->kind(); }
+
+void counting_filter::synchronize() const { impl_->synchronize("synchronize"); }
+
+void counting_filter::add_keys(const key_batch& keys, const call_options& call) {
+  const key_batch batch = detail::check_batch(call.what, keys);
+  if (batch.count == 0 && !call.async) return;
+  impl_->add(batch, call);
+  keys_added_ += call.async ? batch.count : detail::keys_to_count(batch);
+}
+
+remove_report counting_filter::remove_keys(const key_batch& keys, bool* removed,
+                                           std::uint64_t* device_refused,
+                                           const call_options& call) {
+  const key_batch batch = detail::check_batch(call.what, keys);
+  if (removed != nullptr) detail::check_results(call.what, batch, removed);
+  if (batch.count == 0 && !call.async) return {};
+  const std::uint64_t refused = impl_->remove(batch, removed, device_refused, call);
+  if (call.async) {
+    // The refusals stay on the device (device_refused): every key counts.
+    keys_removed_ += batch.count;
+    return {};
+  }
+  remove_report report;
+  report.refused = refused;
+  report.removed = detail::keys_to_count(batch) - refused;
+  keys_removed_ += report.removed;
+  return report;
+}
+
+void counting_filter::remove_unchecked_keys(const key_batch& keys, const call_options& call) {
+  const key_batch batch = detail::check_batch(call.what, keys);
+  if (batch.count == 0 && !call.async) return;
+  impl_->remove_unchecked(batch, call);
+  keys_removed_ += call.async ? batch.count : detail::keys_to_count(batch);
+}
+
+void counting_filter::contains_keys(const key_batch& keys, bool* found,
+                                    const call_options& call) const {
+  const key_batch batch = detail::check_batch(call.what, keys);
+  detail::check_results(call.what, batch, found);
+  if (batch.count == 0 && !call.async) return;
+  impl_->contains(batch, found, call);
+}
+
+std::uint64_t counting_filter::count_keys(const key_batch& keys, std::uint64_t* device_count,
+                                          const call_options& call) const {
+  if (call.async && device_count == nullptr)
+    throw invalid_argument(std::string(call.what) + ": count is null");
+  const key_batch batch = detail::check_batch(call.what, keys);
+  if (batch.count == 0 && !call.async) return 0;
+  return impl_->count(batch, device_count, call);
+}
+
+std::uint64_t counting_filter::select_keys(const key_batch& keys, std::uint64_t* rows,
+                                           std::uint64_t* device_count,
+                                           const call_options& call) const {
+  if (call.async && device_count == nullptr)
+    throw invalid_argument(std::string(call.what) + ": count is null");
+  const key_batch batch = detail::check_batch(call.what, keys);
+  detail::check_results(call.what, batch, rows);
+  if (batch.count == 0 && !call.async) return 0;
+  return impl_->select(batch, rows, device_count, call);
+}
+
+void counting_filter::approximate_count_keys(const key_batch& keys, std::uint8_t* counts,
+                                             const call_options& call) const {
+  const key_batch batch = detail::check_batch(call.what, keys);
+  detail::check_results(call.what, batch, counts);
+  if (batch.count == 0) return;
+  impl_->approximate_count(batch, counts, call);
+}
+
+void counting_filter::clear() {
+  impl_->clear();
+  keys_added_ = 0;
+  keys_removed_ = 0;
+}
+
+void counting_filter::merge(const counting_filter& other) {
+  if (other.layout_ != layout_ || other.counter_bits_ != counter_bits_)
+    throw layout_mismatch("cannot merge counting filters of different layouts: " +
+                          counting_text(layout_, counter_bits_) + " vs " +
+                          counting_text(other.layout_, other.counter_bits_));
+  if (other.impl_->kind() == impl_->kind()) {
+    impl_->merge(*other.impl_);
+  } else {
+    const std::vector<std::uint32_t> words = other.counters();
+    impl_->merge_host(words.data());
+  }
+  const std::uint64_t added = other.keys_added_;
+  const std::uint64_t removed = other.keys_removed_;
+  keys_added_ += added;
+  keys_removed_ += removed;
+}
+
+counting_stats counting_filter::stats() const {
+  const detail::counter_census census = impl_->census();
+  counting_stats s;
+  s.counter_bits = counter_bits_;
+  s.num_counters = layout_.num_bits();
+  s.nonzero_counters = census.nonzero;
+  s.saturated_counters = census.saturated;
+  s.fill_ratio = static_cast<double>(census.nonzero) / static_cast<double>(s.num_counters);
+  // The projection is a plain filter of this layout: its estimate, FPR and
+  // over-capacity rule (host/filter.cpp) are the plain filter's.
+  s.estimated_keys = estimate_distinct_keys(layout_, census.nonzero);
+  s.estimated_fpr = std::isinf(s.estimated_keys) ? 1.0 : expected_fpr(layout_, s.estimated_keys);
+  s.keys_added = keys_added_;
+  s.keys_removed = keys_removed_;
+  s.capacity = capacity_;
+  s.size_bytes = counter_bytes(layout_, counter_bits_);
+  s.bytes_per_key =
+      capacity_ == 0 ? 0 : static_cast<double>(s.size_bytes) / static_cast<double>(capacity_);
+  const double capacity = static_cast<double>(capacity_);
+  s.over_capacity = capacity_ > 0 &&
+                    s.estimated_keys > capacity + 3 * estimate_standard_error(layout_, capacity);
+  return s;
+}
+
+std::vector<std::uint32_t> counting_filter::counters() const {
+  std::vector<std::uint32_t> out(num_counter_words(layout_, counter_bits_));
+  impl_->read_counters(out.data());
+  return out;
+}
+
+filter counting_filter::projection() const {
+  options opts = options_;
+  opts.where = where();
+  std::vector<std::uint32_t> words;
+  if (opts.where == backend::gpu) {
+    // Projected on the device, then made a filter with the key count below.
+    filter projected(layout_, opts, capacity_);
+    impl_->project(projected.device_words());
+    words = projected.words();
+  } else {
+    words.resize(layout_.num_words());
+    impl_->project(words.data());
+  }
+  // Its keys_added: the keys held, as far as the counts tell (unchecked
+  // removes of absent keys could make the difference negative).
+  const std::uint64_t held = keys_added_ > keys_removed_ ? keys_added_ - keys_removed_ : 0;
+  return filter::from_words(layout_, words.data(), opts, capacity_, held);
+}
+
+}  // namespace gbf

@@ -1,0 +1,301 @@
+// The counting filter on the CPU: the counter array in host memory
+// (host/cpu/memory.hpp), the kernels of host/cpu/counting_kernels.hpp, and
+// threads for big batches (host/cpu/threads.hpp).
+//
+// Threads. Reads (contains, count, select, approximate_count) split the batch
+// by key range. Writes (add, both removes) split the blocks instead
+// (host/cpu/owned_blocks.hpp): each thread walks the whole batch in order and
+// handles the keys of its own blocks, so a checked remove answers exactly as
+// one thread walking the batch would, and no counter word has two writers.
+// Adds and unchecked removes would be exact in any order (saturating
+// increments commute, as do floored decrements below the maximum), but the
+// ownership split also spares them atomic read-modify-writes, which on x86
+// drain the store buffer and stop a core overlapping its cache misses.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gbf/counting_layout.hpp"
+#include "gbf/error.hpp"
+#include "host/counting_backend.hpp"
+#include "host/cpu/counting_kernels.hpp"
+#include "host/cpu/memory.hpp"
+#include "host/cpu/owned_blocks.hpp"
+#include "host/cpu/threads.hpp"
+
+namespace gbf::detail {
+namespace {
+
+using cpu::counting_job;
+using cpu::counting_op;
+using cpu::key_range;
+using cpu::stored_hashes;
+
+void require_host(const key_batch& keys) {
+  if (keys.space == memory_space::device)
+    throw invalid_argument(
+        "keys are in device memory but this counting filter uses the CPU backend; copy them "
+        "to the host or use the GPU backend");
+}
+
+/// Answers of null keys, which the kernels skip: false / 0.
+template <class T>
+void clear_null_results(const key_batch& keys, T* results) {
+  if (keys.validity == nullptr || results == nullptr) return;
+  for (std::size_t i = 0; i < keys.count; ++i)
+    if (!key_valid(keys.validity, keys.validity_bit, i)) results[i] = T{};
+}
+
+class cpu_counting final : public counting_backend {
+ public:
+  cpu_counting(const layout& l, std::uint32_t counter_bits, unsigned num_threads, bool huge_pages)
+      : layout_(l),
+        counter_bits_(counter_bits),
+        num_threads_(num_threads),
+        counters_(cpu::allocate_words(counter_bytes(l, counter_bits), huge_pages,
+                                      "the CPU counting filter's counters")) {}
+
+  std::string description() const {
+    return "cpu (scalar, " + std::to_string(num_threads_) +
+           (num_threads_ == 1 ? " thread)" : " threads)");
+  }
+
+  backend kind() const noexcept override { return backend::cpu; }
+
+  void add(const key_batch& keys, const call_options& call) override {
+    prepare(keys, call);
+    run_owned(counting_op::add, keys, nullptr);
+  }
+
+  std::uint64_t remove(const key_batch& keys, bool* removed, std::uint64_t*,
+                       const call_options& call) override {
+    prepare(keys, call);
+    clear_null_results(keys, removed);
+    return run_owned(counting_op::remove_checked, keys, removed);
+  }
+
+  void remove_unchecked(const key_batch& keys, const call_options& call) override {
+    prepare(keys, call);
+    run_owned(counting_op::remove_unchecked, keys, nullptr);
+  }
+
+  void contains(const key_batch& keys, bool* found, const call_options& call) const override {
+    prepare(keys, call);
+    clear_null_results(keys, found);
+    run_keys(counting_op::contains, keys, found, nullptr);
+  }
+
+  std::uint64_t count(const key_batch& keys, std::uint64_t*,
+                      const call_options& call) const override {
+    prepare(keys, call);
+    return run_keys(counting_op::count, keys, nullptr, nullptr);
+  }
+
+  // As the plain filter's select (host/cpu/bloom_backend.cpp): each thread
+  // compacts its key range in place, then the runs move down in thread order.
+  std::uint64_t select(const key_batch& keys, std::uint64_t* rows, std::uint64_t*,
+                       const call_options& call) const override {
+    prepare(keys, call);
+    const unsigned parts = key_parts(keys);
+    const std::vector<std::uint64_t> bounds = cpu::key_bounds(keys, parts);
+    std::vector<std::uint64_t> counts(parts);
+    cpu::with_hashes(keys, layout_.seed, [&](auto hash_of) {
+      const auto kernel = cpu::counting_kernel_for<decltype(hash_of)>(layout_.words_per_block);
+      cpu::run_in_ranges(bounds, [&](unsigned part, std::uint64_t begin, std::uint64_t end) {
+        counting_job<decltype(hash_of)> j = job(counting_op::select, hash_of, begin, end, keys);
+        j.rows = rows;
+        counts[part] = kernel(j);
+      });
+    });
+    std::uint64_t total = counts[0];
+    for (unsigned part = 1; part < parts; ++part) {
+      if (counts[part] != 0 && total != bounds[part])
+        std::memmove(rows + total, rows + bounds[part], counts[part] * sizeof(std::uint64_t));
+      total += counts[part];
+    }
+    return total;
+  }
+
+  void approximate_count(const key_batch& keys, std::uint8_t* counts,
+                         const call_options& call) const override {
+    prepare(keys, call);
+    clear_null_results(keys, counts);
+    run_keys(counting_op::approximate_count, keys, nullptr, counts);
+  }
+
+  void clear() override { std::memset(counters_.get(), 0, counter_bytes(layout_, counter_bits_)); }
+
+  void merge(const counting_backend& other) override {
+    const auto* cpu_other = dynamic_cast<const cpu_counting*>(&other);
+    if (cpu_other == nullptr || cpu_other->layout_ != layout_ ||
+        cpu_other->counter_bits_ != counter_bits_)
+      throw invalid_argument("merge needs another CPU counting filter of the same layout");
+    if (cpu_other == this) {
+      // x + x: read a copy, since the loop below would read words it already wrote.
+      std::vector<std::uint32_t> copy(num_counter_words(layout_, counter_bits_));
+      read_counters(copy.data());
+      merge_host(copy.data());
+      return;
+    }
+    merge_host(cpu_other->counters_.get());
+  }
+
+  void merge_host(const std::uint32_t* other) override {
+    std::uint32_t* const counters = counters_.get();
+    const std::uint32_t c = counter_bits_;
+    cpu::run_in_parts(word_parts(), num_counter_words(layout_, c),
+                      [counters, other, c](unsigned, std::uint64_t begin, std::uint64_t end) {
+                        for (std::uint64_t i = begin; i < end; ++i)
+                          counters[i] = add_fields_saturating(counters[i], other[i], c);
+                      });
+  }
+
+  counter_census census() const override {
+    const std::uint32_t* const counters = counters_.get();
+    const std::uint32_t c = counter_bits_;
+    const unsigned parts = word_parts();
+    std::vector<counter_census> partial(parts);
+    cpu::run_in_parts(parts, num_counter_words(layout_, c),
+                      [&](unsigned part, std::uint64_t begin, std::uint64_t end) {
+                        counter_census sum;
+                        for (std::uint64_t i = begin; i < end; ++i) {
+                          sum.nonzero += static_cast<std::uint64_t>(
+                              __builtin_popcount(nonzero_fields(counters[i], c)));
+                          sum.saturated += static_cast<std::uint64_t>(
+                              __builtin_popcount(saturated_fields(counters[i], c)));
+                        }
+                        partial[part] = sum;
+                      });
+    counter_census total;
+    for (const counter_census& p : partial) {
+      total.nonzero += p.nonzero;
+      total.saturated += p.saturated;
+    }
+    return total;
+  }
+
+  void read_counters(std::uint32_t* out) const override {
+    std::memcpy(out, counters_.get(), counter_bytes(layout_, counter_bits_));
+  }
+
+  void write_counters(const std::uint32_t* in) override {
+    std::memcpy(counters_.get(), in, counter_bytes(layout_, counter_bits_));
+  }
+
+  // Plain word i (word w of block B, i = B * W + w) has its counters in counter
+  // words i * c .. i * c + c - 1 (counting_layout.hpp).
+  void project(std::uint32_t* words) const override {
+    const std::uint32_t* const counters = counters_.get();
+    const std::uint32_t c = counter_bits_;
+    cpu::run_in_parts(word_parts(), layout_.num_words(),
+                      [=](unsigned, std::uint64_t begin, std::uint64_t end) {
+                        for (std::uint64_t i = begin; i < end; ++i) {
+                          std::uint32_t bits = 0;
+                          for (std::uint32_t j = 0; j < c; ++j)
+                            bits |= projected_bits(counters[i * c + j], j, c);
+                          words[i] = bits;
+                        }
+                      });
+  }
+
+  void synchronize(const char*) const override {}
+
+ private:
+  static void prepare(const key_batch& keys, const call_options& call) {
+    require_sync(call);
+    require_host(keys);
+  }
+
+  unsigned key_parts(const key_batch& keys) const {
+    return cpu::parts_for(cpu::key_work(keys, keys.count), cpu::min_keys_per_thread, num_threads_);
+  }
+  unsigned word_parts() const {
+    return cpu::parts_for(num_counter_words(layout_, counter_bits_), cpu::min_words_per_thread,
+                          num_threads_);
+  }
+
+  template <class Hashes>
+  counting_job<Hashes> job(counting_op op, Hashes hash_of, std::size_t begin, std::size_t end,
+                           const key_batch& keys) const {
+    key_range<Hashes> range{hash_of,           begin, end,          layout_.num_blocks,
+                            0,                 layout_.num_blocks,  keys.validity,
+                            keys.validity_bit};
+    return {op,           range,   counters_.get(), layout_.bits_per_key,
+            counter_bits_, nullptr, nullptr,         nullptr};
+  }
+
+  /// Runs a reading `op` over the batch in contiguous key ranges; returns the summed tally.
+  std::uint64_t run_keys(counting_op op, const key_batch& keys, bool* results,
+                         std::uint8_t* counts) const {
+    const unsigned parts = key_parts(keys);
+    return cpu::with_hashes(keys, layout_.seed, [&](auto hash_of) {
+      const auto kernel = cpu::counting_kernel_for<decltype(hash_of)>(layout_.words_per_block);
+      std::vector<std::uint64_t> tallies(parts);
+      cpu::run_in_ranges(cpu::key_bounds(keys, parts), [&](unsigned part, std::uint64_t begin,
+                                                           std::uint64_t end) {
+        counting_job<decltype(hash_of)> j = job(op, hash_of, begin, end, keys);
+        j.results = results;
+        j.counts = counts;
+        tallies[part] = kernel(j);
+      });
+      return std::accumulate(tallies.begin(), tallies.end(), std::uint64_t{0});
+    });
+  }
+
+  /// Runs a writing `op` over the batch: one thread in batch order, or threads
+  /// owning block ranges (see the top of the file). Returns the summed tally.
+  std::uint64_t run_owned(counting_op op, const key_batch& keys, bool* results) {
+    const auto parts =
+        static_cast<unsigned>(std::min<std::uint64_t>(key_parts(keys), layout_.num_blocks));
+    if (parts == 1) {
+      return cpu::with_hashes(keys, layout_.seed, [&](auto hash_of) {
+        counting_job<decltype(hash_of)> j = job(op, hash_of, 0, keys.count, keys);
+        j.results = results;
+        return cpu::counting_kernel_for<decltype(hash_of)>(layout_.words_per_block)(j);
+      });
+    }
+    const auto kernel = cpu::counting_kernel_for<stored_hashes>(layout_.words_per_block);
+    std::vector<std::uint64_t> tallies(parts);
+    cpu::run_block_owned(keys, layout_.seed, parts, layout_.num_blocks, "a counting filter write",
+                         [&](unsigned part, const cpu::owned_share& share) {
+                           counting_job<stored_hashes> j =
+                               job(op, share.hashes, 0, share.count, keys);
+                           j.results = results == nullptr ? nullptr : results + share.first;
+                           j.keys.validity_bit = keys.validity_bit + share.first;
+                           j.keys.first_block = share.first_block;
+                           j.keys.owned_blocks = share.owned_blocks;
+                           tallies[part] += kernel(j);
+                         });
+    return std::accumulate(tallies.begin(), tallies.end(), std::uint64_t{0});
+  }
+
+  layout layout_;
+  std::uint32_t counter_bits_;
+  unsigned num_threads_;
+  cpu::word_array counters_;
+};
+
+}  // namespace
+
+std::unique_ptr<counting_backend> make_cpu_counting(const layout& l, std::uint32_t counter_bits,
+                                                    const options& opts, std::string* description) {
+  if (const char* problem = counting_layout_problem(l, counter_bits))
+    throw invalid_argument(std::string("invalid counting filter layout: ") + problem);
+  if (opts.simd == cpu_simd::avx2 && !cpu_has_avx2())
+    throw invalid_argument(
+        "cpu_simd::avx2 was requested but this CPU does not support AVX2; use "
+        "cpu_simd::automatic or cpu_simd::scalar");
+  const unsigned num_threads =
+      opts.cpu_threads != 0 ? opts.cpu_threads : std::max(1u, std::thread::hardware_concurrency());
+  auto backend =
+      std::make_unique<cpu_counting>(l, counter_bits, num_threads, opts.cpu_huge_pages);
+  if (description != nullptr) *description = backend->description();
+  return backend;
+}
+
+}  // namespace gbf::detail
