@@ -2,6 +2,7 @@
 #include "gbf/error.hpp"
 #include "host/bloom_backend.hpp"
 #include "host/keys.hpp"
+#include "host/scaling_backend.hpp"
 
 namespace gbf {
 
@@ -14,6 +15,10 @@ gpu_status query_gpu() { return {false, no_cuda}; }
 namespace detail {
 
 std::unique_ptr<bloom_backend> make_gpu_bloom(const layout&, const options&, std::string*) {
+  throw no_gpu(std::string("no GPU: ") + no_cuda);
+}
+
+std::unique_ptr<scaling_backend> make_gpu_scaling(const shape&, const options&, std::string*) {
   throw no_gpu(std::string("no GPU: ") + no_cuda);
 }
 
