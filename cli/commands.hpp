@@ -14,6 +14,7 @@
 #include <string>
 
 #include "cli/key_reader.hpp"
+#include "cli/scaling.hpp"
 #include "gbf/filter.hpp"
 #include "gbf/sizing.hpp"
 
@@ -64,6 +65,7 @@ struct create_args {
   sizing_options sizing;
   filter_file output;
   run_options run;
+  scaling_options scaling;  ///< --scaling: a growing chain (cli/scaling.hpp).
 };
 
 struct build_args {
@@ -72,6 +74,7 @@ struct build_args {
   filter_file output;
   run_options run;
   bool verify = false;
+  scaling_options scaling;  ///< --scaling: a growing chain (cli/scaling.hpp).
 };
 
 struct add_args {

@@ -345,7 +345,7 @@ std::uint64_t scaling_filter::add_bounded(const key_batch& batch, bool* is_new,
   }
   if (inserted > room) {
     impl_->end_trial(false);
-    throw filter_full(std::string(call.what) + ": non scaling filter is full: the batch holds " +
+    throw filter_full(std::string(call.what) + ": non scaling filter is full: the batch holds at least " +
                           std::to_string(inserted) + " new keys but only " +
                           std::to_string(room) + " more fit (capacity " +
                           std::to_string(only.capacity) + ", " + std::to_string(only.keys) +
