@@ -91,8 +91,8 @@ struct scaling_stats {
   std::uint64_t keys_inserted = 0;  ///< New keys inserted, all levels ("Number of items inserted").
   std::uint32_t expansion = 0;      ///< "Expansion rate"; 0 for a non-scaling chain (RedisBloom: nil).
   double fpp = 0;                   ///< The target the chain stays under.
-  /// 1 - prod_i (1 - fpr_i): the chain's expected FPR now (exact for k = W, where the
-  /// levels' false positives are independent; an upper bound otherwise).
+  /// 1 - prod_i (1 - fpr_i): the chain's expected FPR now, the levels' false positives taken
+  /// as independent (nearly so for k = W; for k > W an over-estimate). Always <= sum_i fpr_i.
   double compound_fpr = 0;
   std::vector<scaling_level_stats> levels;  ///< Oldest first.
 };
