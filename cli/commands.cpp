@@ -103,7 +103,8 @@ layout size_layout(const sizing_options& sizing, std::uint64_t capacity) {
 namespace {
 
 /// "cpu" or "gpu": where the filter's batches ran.
-std::string ran_on(const filter& f) { return to_string(f.where()); }
+template <class Filter>
+std::string ran_on(const Filter& f) { return to_string(f.where()); }
 
 std::string estimated_keys_text(const filter_stats& s) {
   return std::isinf(s.estimated_keys)
@@ -133,15 +134,19 @@ string_keys<std::int64_t> text_keys(const key_chunk& c) {
 
 namespace {
 
-void add_chunk(filter& f, const key_chunk& c) {
+// The key loops below take any filter kind with gbf::filter's add, contains and
+// verify_contains (gbf::filter, gbf::scaling_filter).
+template <class Filter>
+void add_chunk(Filter& f, const key_chunk& c) {
   switch (c.type) {
-    case key_type::u32: return f.add(c.u32.data(), c.u32.size());
-    case key_type::u64: return f.add(c.u64.data(), c.u64.size());
-    case key_type::text: return f.add(text_keys(c));
+    case key_type::u32: f.add(c.u32.data(), c.u32.size()); return;
+    case key_type::u64: f.add(c.u64.data(), c.u64.size()); return;
+    case key_type::text: f.add(text_keys(c)); return;
   }
 }
 
-void contains_chunk(const filter& f, const key_chunk& c, bool* found) {
+template <class Filter>
+void contains_chunk(const Filter& f, const key_chunk& c, bool* found) {
   switch (c.type) {
     case key_type::u32: return f.contains(c.u32.data(), c.u32.size(), found);
     case key_type::u64: return f.contains(c.u64.data(), c.u64.size(), found);
@@ -149,7 +154,8 @@ void contains_chunk(const filter& f, const key_chunk& c, bool* found) {
   }
 }
 
-verify_report verify_chunk(const filter& f, const key_chunk& c, const bool* found) {
+template <class Filter>
+verify_report verify_chunk(const Filter& f, const key_chunk& c, const bool* found) {
   switch (c.type) {
     case key_type::u32: return f.verify_contains(c.u32.data(), c.u32.size(), found);
     case key_type::u64: return f.verify_contains(c.u64.data(), c.u64.size(), found);
@@ -178,7 +184,8 @@ class answers {
 /// inserted keys) that every one is found.
 class verifier {
  public:
-  void check(const filter& f, const key_chunk& c, const bool* found, bool must_be_found) {
+  template <class Filter>
+  void check(const Filter& f, const key_chunk& c, const bool* found, bool must_be_found) {
     const verify_report r = verify_chunk(f, c, found);
     if (r.mismatches > 0 && total_.mismatches == 0) total_.first_mismatch = rows_ + r.first_mismatch;
     total_.mismatches += r.mismatches;
@@ -217,7 +224,8 @@ namespace {
 
 /// Adds every key of `reader` to `f`; with `verify`, checks each chunk afterwards.
 /// Returns false when verification failed.
-bool add_keys(filter& f, key_reader& reader, const keys_input& keys, const run_options& run,
+template <class Filter>
+bool add_keys(Filter& f, key_reader& reader, const keys_input& keys, const run_options& run,
               std::optional<std::uint64_t> total, bool verify) {
   progress bar("added", total, run.quiet);
   key_chunk chunk;
@@ -238,6 +246,18 @@ bool add_keys(filter& f, key_reader& reader, const keys_input& keys, const run_o
   }
   bar.finish(" on " + ran_on(f));
   return !verify || check.report();
+}
+
+/// add_keys for a scaling chain: a non-scaling chain that fills up throws
+/// filter_full naming `path` and what became of it (`unchanged`).
+bool add_scaling_keys(scaling_filter& f, key_reader& reader, const keys_input& keys,
+                      const run_options& run, std::optional<std::uint64_t> total, bool verify,
+                      const std::string& path, const char* unchanged) {
+  try {
+    return add_keys(f, reader, keys, run, total, verify);
+  } catch (const filter_full& e) {
+    throw filter_full("'" + path + "': " + e.what() + "; " + unchanged, e.fits());
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -460,6 +480,12 @@ shape parse_layout(const std::string& text) {
 int run_create(const create_args& args) {
   if (args.sizing.counter_bits != 0) return run_counting_create(args);
   const output_lock lock(args.output.path, args.run.wait);
+  if (args.scaling.enabled) {
+    const scaling_filter f = create_scaling(args.sizing, args.scaling, args.run, args.output);
+    save_scaling(f, args.output);
+    report_scaling(f, "created", args.output.path, args.run.quiet);
+    return 0;
+  }
   const layout l = size_layout(args.sizing, args.sizing.capacity);
   check_exportable(l, args.output);
   const filter f(l, make_options(args.run), args.sizing.capacity);
@@ -492,6 +518,17 @@ int run_build(const build_args& args) {
     throw format_error("'" + args.keys.path + "' holds " + with_commas(capacity) +
                        " keys, too many to size a filter for (" + e.what() + "); pass --capacity");
   }
+  if (args.scaling.enabled) {
+    sizing_options initial = args.sizing;
+    initial.capacity = capacity;
+    scaling_filter f = create_scaling(initial, args.scaling, args.run, args.output);
+    add_scaling_keys(f, *reader, args.keys, args.run,
+                     total ? std::optional<std::uint64_t>(total) : std::nullopt, args.verify,
+                     args.output.path, "no file was written");
+    save_scaling(f, args.output);
+    report_scaling(f, "built", args.output.path, args.run.quiet);
+    return 0;
+  }
   check_exportable(l, args.output);
   filter f(l, make_options(args.run), capacity);
   const bool ok = add_keys(f, *reader, args.keys, args.run,
@@ -506,6 +543,16 @@ int run_add(const add_args& args) {
   if (is_counting_file(args.target)) return run_counting_add(args);
   refuse_output_over_inputs("the filter", args.target.path, {{"the key file", args.keys.path}});
   const output_lock lock(args.target.path, args.run.wait);
+  if (is_scaling_file(args.target)) {
+    scaling_filter f = load_scaling(args.target, args.run);
+    const auto reader = key_reader::open(args.keys.path, args.keys.format);
+    if (!add_scaling_keys(f, *reader, args.keys, args.run, reader->known_count(), args.verify,
+                          args.target.path, "the file was not changed"))
+      return 1;
+    save_scaling(f, args.target);
+    report_scaling(f, "added to", args.target.path, args.run.quiet);
+    return 0;
+  }
   file_metadata meta;
   filter f = load_filter(args.target, args.run, meta);
   const auto reader = key_reader::open(args.keys.path, args.keys.format);
@@ -515,16 +562,9 @@ int run_add(const add_args& args) {
   return 0;
 }
 
-int run_query(const query_args& args) {
-  std::optional<output_lock> lock;
-  if (!args.out.empty()) {
-    refuse_output_over_inputs("--out", args.out, {{"the filter", args.target.path}, {"the key file", args.keys.path}});
-    lock.emplace(args.out, args.run.wait);
-  }
-  file_metadata meta;
-  // A counting filter answers as its projection (a counter != 0 <=> its bit is set).
-  const filter f = is_counting_file(args.target) ? load_counting_projection(args.target, args.run, meta)
-                                                 : load_filter(args.target, args.run, meta);
+/// The loop of run_query over any filter kind.
+template <class Filter>
+int query_with(const Filter& f, const query_args& args) {
   const auto reader = key_reader::open(args.keys.path, args.keys.format);
   std::optional<result_writer> out;
   if (!args.out.empty()) out.emplace(args.out, args.out_format);
@@ -559,8 +599,27 @@ int run_query(const query_args& args) {
   return !args.verify || check.report() ? 0 : 1;
 }
 
+int run_query(const query_args& args) {
+  std::optional<output_lock> lock;
+  if (!args.out.empty()) {
+    refuse_output_over_inputs("--out", args.out, {{"the filter", args.target.path}, {"the key file", args.keys.path}});
+    lock.emplace(args.out, args.run.wait);
+  }
+  if (is_scaling_file(args.target)) return query_with(load_scaling(args.target, args.run), args);
+  file_metadata meta;
+  // A counting filter answers as its projection (a counter != 0 <=> its bit is set).
+  if (is_counting_file(args.target))
+    return query_with(load_counting_projection(args.target, args.run, meta), args);
+  return query_with(load_filter(args.target, args.run, meta), args);
+}
+
 int run_info(const info_args& args) {
   if (is_counting_file(args.target)) return run_counting_info(args);
+  if (is_scaling_file(args.target)) {
+    print_scaling_info(args.target, load_scaling(args.target, args.run), args.json);
+    check_stdout();
+    return 0;
+  }
   file_metadata meta;
   const filter f = load_filter(args.target, args.run, meta);
   if (args.json)

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "cli/key_reader.hpp"
+#include "cli/scaling.hpp"
 #include "gbf/filter.hpp"
 #include "gbf/sizing.hpp"
 
@@ -65,6 +66,7 @@ struct create_args {
   sizing_options sizing;
   filter_file output;
   run_options run;
+  scaling_options scaling;  ///< --scaling: a growing chain (cli/scaling.hpp).
 };
 
 struct build_args {
@@ -73,6 +75,7 @@ struct build_args {
   filter_file output;
   run_options run;
   bool verify = false;
+  scaling_options scaling;  ///< --scaling: a growing chain (cli/scaling.hpp).
 };
 
 struct add_args {

@@ -127,7 +127,7 @@ CLI::Option* add_sizing_options(CLI::App* cmd, sizing_options& sizing, const cha
 }
 
 /// --counting and --counter-bits (create, build): a counting filter (docs/counting.md).
-void add_counting_options(CLI::App* cmd, sizing_options& sizing) {
+CLI::Option* add_counting_options(CLI::App* cmd, sizing_options& sizing) {
   CLI::Option* counting = cmd->add_flag_callback(
       "--counting", [&sizing] { if (sizing.counter_bits == 0) sizing.counter_bits = 4; },
       "A counting filter (keys can be removed with `gbf remove`): 4-bit counters, 4x the memory");
@@ -137,6 +137,29 @@ void add_counting_options(CLI::App* cmd, sizing_options& sizing) {
       ->check(CLI::IsMember({4u, 8u}))
       ->needs(counting)
       ->trigger_on_parse();
+  return counting;
+}
+
+/// --scaling and its growth options (cli/scaling.hpp, docs/scaling.md).
+CLI::Option* add_scaling_options(CLI::App* cmd, scaling_options& scaling) {
+  CLI::Option* on = cmd->add_flag(
+      "--scaling", scaling.enabled,
+      "Make a scaling filter: a chain of levels that grows past --capacity keys and keeps the "
+      "total FPR under --fpp (RedisBloom BF.RESERVE)");
+  cmd->add_option("--expansion", scaling.expansion,
+                  "Scaling: each new level takes this many times the keys of the last (default 2)")
+      ->check(CLI::Range(1u, 1u << 16))->needs(on);
+  cmd->add_option("--tightening", scaling.tightening,
+                  "Scaling: level i's target fpp is fpp (1 - r) r^i for this r in (0, 1) (default 0.5)")
+      ->check([](const std::string& text) -> std::string {
+        const double r = std::strtod(text.c_str(), nullptr);
+        return r > 0 && r < 1 ? "" : "must be in (0, 1), got " + text;
+      })
+      ->needs(on);
+  cmd->add_flag("--non-scaling", scaling.non_scaling,
+                "Scaling: one level that refuses keys past --capacity (RedisBloom NONSCALING)")
+      ->needs(on);
+  return on;
 }
 
 void add_output(CLI::App* cmd, filter_file& output, run_options& run) {
@@ -218,7 +241,9 @@ int main(int argc, char** argv) {
   add_output(create_cmd, create.output, create.run);
   add_no_header_flag(create_cmd, {&create.output});
   add_run_options(create_cmd, create.run);
-  add_counting_options(create_cmd, create.sizing);
+  // One filter kind per file: the kinds' flags exclude one another.
+  add_counting_options(create_cmd, create.sizing)
+      ->excludes(add_scaling_options(create_cmd, create.scaling));
   create_cmd->final_callback([&] { command = [&] { return run_create(create); }; });
 
   build_args build;
@@ -230,8 +255,9 @@ int main(int argc, char** argv) {
   add_output(build_cmd, build.output, build.run);
   add_no_header_flag(build_cmd, {&build.output});
   add_run_options(build_cmd, build.run);
-  add_counting_options(build_cmd, build.sizing);
   build_cmd->add_flag("--verify", build.verify, "Check every key is found afterwards, recomputing answers on the CPU");
+  add_counting_options(build_cmd, build.sizing)
+      ->excludes(add_scaling_options(build_cmd, build.scaling));
   build_cmd->final_callback([&] { command = [&] { return run_build(build); }; });
 
   add_args add;

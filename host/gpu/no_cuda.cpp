@@ -4,6 +4,7 @@
 #include "host/counting_backend.hpp"
 #include "host/keys.hpp"
 #include "host/parquet/prune.hpp"
+#include "host/scaling_backend.hpp"
 
 namespace gbf {
 
@@ -21,6 +22,10 @@ std::unique_ptr<bloom_backend> make_gpu_bloom(const layout&, const options&, std
 
 std::unique_ptr<counting_backend> make_gpu_counting(const layout&, std::uint32_t, const options&,
                                                     std::string*) {
+  throw no_gpu(std::string("no GPU: ") + no_cuda);
+}
+
+std::unique_ptr<scaling_backend> make_gpu_scaling(const shape&, const options&, std::string*) {
   throw no_gpu(std::string("no GPU: ") + no_cuda);
 }
 

@@ -79,4 +79,18 @@ class io_error : public error {
   int os_error_;
 };
 
+/// An insertion would pass a filter's capacity and was refused: a non-scaling chain
+/// that is full (RedisBloom: "non scaling filter is full"), a chain that cannot open
+/// another level, or a merge that would overfill a level. `fits()` is how many more
+/// new keys the filter takes.
+class filter_full : public error {
+ public:
+  filter_full(const std::string& what, std::uint64_t fits) : error(what), fits_(fits) {}
+  /// New keys that still fit.
+  std::uint64_t fits() const noexcept { return fits_; }
+
+ private:
+  std::uint64_t fits_;
+};
+
 }  // namespace gbf
