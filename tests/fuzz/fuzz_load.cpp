@@ -1,5 +1,6 @@
 // Fuzz target for the loaders: every input goes to deserialize() (gbf native
-// format) and to from_parquet_sbbf() with and without the Thrift header.
+// format), to from_parquet_sbbf() with and without the Thrift header, and to
+// deserialize_scaling_filter() (scaling chains, docs/scaling.md).
 // Rejection must be a gbf::error; anything else escaping (another exception, a
 // crash, a sanitizer report) is a bug. An input that is accepted must hold
 // exactly the bits the filter now has: the words, little-endian, are the
@@ -17,6 +18,7 @@
 #include "gbf/error.hpp"
 #include "gbf/filter.hpp"
 #include "gbf/io.hpp"
+#include "gbf/scaling_filter.hpp"
 
 namespace {
 
@@ -76,6 +78,29 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const gbf::filter f = gbf::from_parquet_sbbf(data, size, /*with_header=*/false, opts);
     require(words_equal(f, data, size), "Parquet words (no header) differ");
+  } catch (const gbf::error&) {
+  }
+  try {
+    // An accepted chain holds the payload's words, level after level, just
+    // before the checksum, and every level follows the growth rule.
+    const gbf::scaling_filter f = gbf::deserialize_scaling_filter(data, size, opts);
+    std::uint64_t payload = 0;
+    for (const gbf::scaling_level& level : f.levels()) {
+      require(level.keys <= level.capacity, "a chain level holds more keys than its capacity");
+      payload += level.l.size_bytes();
+    }
+    require(payload + checksum_bytes <= size, "accepted a chain larger than its file");
+    std::size_t at = size - checksum_bytes - payload;
+    for (std::size_t i = 0; i < f.levels().size(); ++i) {
+      const std::vector<std::uint32_t> words = f.level_words(i);
+      for (std::size_t w = 0; w < words.size(); ++w, at += 4) {
+        const std::uint32_t x = static_cast<std::uint32_t>(data[at]) |
+                                static_cast<std::uint32_t>(data[at + 1]) << 8 |
+                                static_cast<std::uint32_t>(data[at + 2]) << 16 |
+                                static_cast<std::uint32_t>(data[at + 3]) << 24;
+        require(words[w] == x, "chain words differ");
+      }
+    }
   } catch (const gbf::error&) {
   }
   return 0;
