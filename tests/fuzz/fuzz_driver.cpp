@@ -5,8 +5,8 @@
 //
 // Inputs: random bytes; and valid native files, Parquet bitsets (with and
 // without header) of several layouts, Parquet files and a bare Parquet footer,
-// mutated by byte flips, truncation, appended bytes, or bytes inserted into
-// the header; native files are
+// and scaling-chain files, mutated by byte flips, truncation, appended bytes,
+// or bytes inserted into the header; native files are
 // sometimes re-checksummed after the mutation so that the header checks and
 // the accept path are reached, not only the checksum.
 #include <algorithm>
@@ -23,6 +23,7 @@
 #include "gbf/hash.hpp"
 #include "gbf/io.hpp"
 #include "gbf/parquet.hpp"
+#include "gbf/scaling_filter.hpp"
 #include "tests/io/parquet_builder.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
@@ -43,7 +44,7 @@ gbf::filter random_filter(std::mt19937_64& rng, std::uint32_t w, std::uint32_t k
 }
 
 // Valid inputs the mutations start from.
-enum class input_kind { native, parquet_with_header, parquet_raw, parquet_file, parquet_footer };
+enum class input_kind { native, parquet_with_header, parquet_raw, parquet_file, parquet_footer, scaling };
 struct seed_input {
   bytes data;
   input_kind kind;
@@ -82,6 +83,19 @@ std::vector<seed_input> seed_inputs(std::mt19937_64& rng) {
   for (pb::row_group_spec& rg : bare.row_groups)
     for (pb::chunk_spec& c : rg.chunks) c.filter.reset();
   seeds.push_back({pb::footer(bare, {}), input_kind::parquet_footer});
+  // Scaling chains (version-2 container, several levels), grown with random keys.
+  for (std::uint32_t w : {2u, 8u}) {
+    gbf::options cpu;
+    cpu.where = gbf::backend::cpu;
+    cpu.cpu_threads = 1;
+    gbf::scaling_policy policy;
+    policy.non_scaling = w == 2 && rng() % 2 == 0;
+    gbf::scaling_filter chain = gbf::scaling_filter::create(8, 0.05, policy, cpu, {w, w, 3});
+    std::vector<std::uint64_t> keys(policy.non_scaling ? 6 : 40);
+    for (auto& k : keys) k = rng();
+    chain.add(keys.data(), keys.size());
+    seeds.push_back({gbf::serialize(chain), input_kind::scaling});
+  }
   // Every seed must be accepted unmodified, or the mutations test nothing
   // (a rejection throws out of main and fails the run).
   gbf::options cpu;
@@ -99,6 +113,8 @@ std::vector<seed_input> seed_inputs(std::mt19937_64& rng) {
       for (int i = 0; i < 4; ++i) file.push_back(static_cast<std::uint8_t>(s.data.size() >> (8 * i)));
       for (char c : {'P', 'A', 'R', '1'}) file.push_back(static_cast<std::uint8_t>(c));
       gbf::parquet::column_filters(file.data(), file.size(), "user.id", missing_ok);
+    } else if (s.kind == input_kind::scaling) {
+      gbf::deserialize_scaling_filter(s.data.data(), s.data.size(), cpu);
     } else {
       gbf::from_parquet_sbbf(s.data.data(), s.data.size(),
                              s.kind == input_kind::parquet_with_header, cpu);
@@ -143,7 +159,7 @@ bytes mutate(std::mt19937_64& rng, const std::vector<seed_input>& seeds) {
                1 + pick(6), static_cast<std::uint8_t>(rng()));
       break;
   }
-  if (s.kind == input_kind::native && pick(2) == 0) reseal(b);
+  if ((s.kind == input_kind::native || s.kind == input_kind::scaling) && pick(2) == 0) reseal(b);
   return b;
 }
 

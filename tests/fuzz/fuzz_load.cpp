@@ -2,7 +2,8 @@
 // format), to from_parquet_sbbf() with and without the Thrift header, and to
 // parquet::column_filters() twice: as a whole Parquet file, and as a footer
 // (FileMetaData) wrapped into the smallest file around it ("PAR1", the input,
-// its length, "PAR1"), so that arbitrary bytes reach the footer parser.
+// its length, "PAR1"), so that arbitrary bytes reach the footer parser; and to
+// deserialize_scaling_filter() (scaling chains, docs/scaling.md).
 // Rejection must be a gbf::error; anything else escaping (another exception, a
 // crash, a sanitizer report) is a bug. An input that is accepted must hold
 // exactly the bits the filter now has: the words, little-endian, are the
@@ -21,6 +22,7 @@
 #include "gbf/filter.hpp"
 #include "gbf/io.hpp"
 #include "gbf/parquet.hpp"
+#include "gbf/scaling_filter.hpp"
 
 namespace {
 
@@ -116,5 +118,28 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (int i = 0; i < 4; ++i) wrapped.push_back(static_cast<std::uint8_t>(size >> (8 * i)));
   for (char c : {'P', 'A', 'R', '1'}) wrapped.push_back(static_cast<std::uint8_t>(c));
   read_parquet_column(wrapped);
+  try {
+    // An accepted chain holds the payload's words, level after level, just
+    // before the checksum, and every level follows the growth rule.
+    const gbf::scaling_filter f = gbf::deserialize_scaling_filter(data, size, opts);
+    std::uint64_t payload = 0;
+    for (const gbf::scaling_level& level : f.levels()) {
+      require(level.keys <= level.capacity, "a chain level holds more keys than its capacity");
+      payload += level.l.size_bytes();
+    }
+    require(payload + checksum_bytes <= size, "accepted a chain larger than its file");
+    std::size_t at = size - checksum_bytes - payload;
+    for (std::size_t i = 0; i < f.levels().size(); ++i) {
+      const std::vector<std::uint32_t> words = f.level_words(i);
+      for (std::size_t w = 0; w < words.size(); ++w, at += 4) {
+        const std::uint32_t x = static_cast<std::uint32_t>(data[at]) |
+                                static_cast<std::uint32_t>(data[at + 1]) << 8 |
+                                static_cast<std::uint32_t>(data[at + 2]) << 16 |
+                                static_cast<std::uint32_t>(data[at + 3]) << 24;
+        require(words[w] == x, "chain words differ");
+      }
+    }
+  } catch (const gbf::error&) {
+  }
   return 0;
 }
