@@ -1,6 +1,7 @@
 // The GPU entry points of a build without CUDA: there is never a GPU.
 #include "gbf/error.hpp"
 #include "host/bloom_backend.hpp"
+#include "host/cuckoo_backend.hpp"
 #include "host/keys.hpp"
 #include "host/parquet/prune.hpp"
 
@@ -15,6 +16,11 @@ gpu_status query_gpu() { return {false, no_cuda}; }
 namespace detail {
 
 std::unique_ptr<bloom_backend> make_gpu_bloom(const layout&, const options&, std::string*) {
+  throw no_gpu(std::string("no GPU: ") + no_cuda);
+}
+
+std::unique_ptr<cuckoo_backend> make_gpu_cuckoo(const cuckoo_layout&, std::uint32_t,
+                                                const options&, std::string*) {
   throw no_gpu(std::string("no GPU: ") + no_cuda);
 }
 

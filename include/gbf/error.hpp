@@ -60,6 +60,20 @@ class cuda_error : public error {
   int code_;
 };
 
+/// A filter had no room for some keys of a batch (a cuckoo filter whose
+/// inserts found no free slot within max_kicks moves); the other keys were
+/// inserted and every key inserted before is still present.
+class filter_full : public error {
+ public:
+  filter_full(const std::string& what, std::uint64_t not_inserted)
+      : error(what), not_inserted_(not_inserted) {}
+  /// Keys of the batch that were not inserted.
+  std::uint64_t not_inserted() const noexcept { return not_inserted_; }
+
+ private:
+  std::uint64_t not_inserted_;
+};
+
 /// A file or buffer is not a valid gbf or Parquet filter: wrong magic, unsupported
 /// version, truncated, checksum mismatch, impossible layout, malformed header, ...
 class format_error : public error {
