@@ -15,6 +15,7 @@
 #include <optional>
 #include <vector>
 
+#include "cli/cuckoo.hpp"
 #include "cli/progress.hpp"
 #include "cli/text.hpp"
 #include "gbf/io.hpp"
@@ -514,6 +515,8 @@ int run_build(const build_args& args) {
 int run_add(const add_args& args) {
   refuse_output_over_inputs("the filter", args.target.path, {{"the key file", args.keys.path}});
   const output_lock lock(args.target.path, args.run.wait);
+  if (is_cuckoo_file(args.target)) return run_cuckoo_add(args, args.unique);
+  if (args.unique) throw usage_error("--unique applies to cuckoo filters only");
   file_metadata meta;
   filter f = load_filter(args.target, args.run, meta);
   const auto reader = key_reader::open(args.keys.path, args.keys.format);
@@ -529,6 +532,7 @@ int run_query(const query_args& args) {
     refuse_output_over_inputs("--out", args.out, {{"the filter", args.target.path}, {"the key file", args.keys.path}});
     lock.emplace(args.out, args.run.wait);
   }
+  if (is_cuckoo_file(args.target)) return run_cuckoo_query(args);
   file_metadata meta;
   const filter f = load_filter(args.target, args.run, meta);
   const auto reader = key_reader::open(args.keys.path, args.keys.format);
@@ -566,6 +570,7 @@ int run_query(const query_args& args) {
 }
 
 int run_info(const info_args& args) {
+  if (is_cuckoo_file(args.target)) return run_cuckoo_info(args);
   file_metadata meta;
   const filter f = load_filter(args.target, args.run, meta);
   if (args.json)
@@ -577,6 +582,18 @@ int run_info(const info_args& args) {
 }
 
 int run_merge(const combine_args& args) { return combine(args, true); }
+
+int run_remove(const add_args& args, bool checked) {
+  refuse_output_over_inputs("the filter", args.target.path, {{"the key file", args.keys.path}});
+  const output_lock lock(args.target.path, args.run.wait);
+  if (!is_cuckoo_file(args.target)) {
+    file_metadata meta;
+    (void)load_filter(args.target, args.run, meta);  // reports a file that is no filter at all
+    throw usage_error("'" + args.target.path +
+                      "' is not a cuckoo filter: only cuckoo filters (create --cuckoo) remove keys");
+  }
+  return run_cuckoo_remove(args, checked);
+}
 int run_intersect(const combine_args& args) { return combine(args, false); }
 
 }  // namespace gbf::cli

@@ -79,6 +79,7 @@ struct add_args {
   keys_input keys;
   run_options run;
   bool verify = false;
+  bool unique = false;  ///< Cuckoo files: add only keys not present yet (CF.ADDNX).
 };
 
 /// --out encodings: one 0/1 byte per key, LSB-first packed bits (Arrow), or "0"/"1" lines.
@@ -123,6 +124,8 @@ int run_add(const add_args& args);
 int run_query(const query_args& args);
 int run_info(const info_args& args);
 int run_merge(const combine_args& args);
+/// remove: cuckoo files only (cli/cuckoo.hpp); `checked` refuses keys not found.
+int run_remove(const add_args& args, bool checked);
 int run_intersect(const combine_args& args);
 
 }  // namespace gbf::cli

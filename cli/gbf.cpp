@@ -19,6 +19,7 @@
 
 #include "cli/bench.hpp"
 #include "cli/commands.hpp"
+#include "cli/cuckoo.hpp"
 #include "cli/demo.hpp"
 #include "cli/join.hpp"
 #include "cli/parquet.hpp"
@@ -204,7 +205,11 @@ int main(int argc, char** argv) {
   add_output(create_cmd, create.output, create.run);
   add_no_header_flag(create_cmd, {&create.output});
   add_run_options(create_cmd, create.run);
-  create_cmd->final_callback([&] { command = [&] { return run_create(create); }; });
+  cuckoo_create_options create_cuckoo;
+  add_cuckoo_create_options(create_cmd, create_cuckoo);
+  create_cmd->final_callback([&] {
+    command = [&] { return create_cuckoo.enabled ? run_cuckoo_create(create, create_cuckoo) : run_create(create); };
+  });
 
   build_args build;
   CLI::App* build_cmd = app.add_subcommand("build", "Create a filter from a key file");
@@ -227,7 +232,20 @@ int main(int argc, char** argv) {
   add_run_options(add_cmd, add.run);
   add_wait_flag(add_cmd, add.run);
   add_cmd->add_flag("--verify", add.verify, "Check every key is found afterwards, recomputing answers on the CPU");
+  add_cmd->add_flag("--unique", add.unique, "Cuckoo filters: add only keys not present yet (CF.ADDNX)");
   add_cmd->final_callback([&] { command = [&] { return run_add(add); }; });
+
+  add_args remove;
+  bool remove_checked = false;
+  CLI::App* remove_cmd = app.add_subcommand(
+      "remove", "Remove one copy of each key of a file from a cuckoo filter file (rewritten atomically)");
+  remove_cmd->add_option("FILTER", remove.target.path, "Cuckoo filter file")->required();
+  add_keys_options(remove_cmd, remove.keys);
+  add_run_options(remove_cmd, remove.run);
+  add_wait_flag(remove_cmd, remove.run);
+  remove_cmd->add_flag("--checked", remove_checked,
+                       "Fail, leaving the file unchanged, when some key is not in the filter");
+  remove_cmd->final_callback([&] { command = [&] { return run_remove(remove, remove_checked); }; });
 
   query_args query;
   CLI::App* query_cmd = app.add_subcommand(
