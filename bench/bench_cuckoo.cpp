@@ -1,0 +1,139 @@
+// The cuckoo filter beside gbf's blocked Bloom filter of the same memory, on
+// the CPU, in one run (docs/cuckoo.md):
+//
+//   gbf_bench_cuckoo [MiB...]        default: 1 64
+//
+// For each table size: a cuckoo filter of 16-bit tags filled to 80% load, and
+// Bloom filters of exactly the same bytes holding the same keys (the default
+// 8 words/block, 8 bits/key shape, and k = 14, near the optimum at 20 bits per
+// key). Rows: insert, query of present keys, query of absent keys (the FPR),
+// and the cuckoo filter's delete, in keys/s on one thread (the cuckoo filter's
+// inserts and deletes run on one thread; queries are given one thread on both
+// so that the rows compare per core). Each rate is the median of 3 runs.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gbf/cuckoo_filter.hpp"
+#include "gbf/detail/splitmix64.hpp"
+#include "gbf/filter.hpp"
+
+namespace {
+
+constexpr int repeats = 3;
+constexpr std::size_t absent_probes = 4'000'000;
+
+std::vector<std::uint64_t> make_keys(std::uint64_t first, std::size_t n) {
+  std::vector<std::uint64_t> keys(n);
+  for (std::size_t i = 0; i < n; ++i) keys[i] = gbf::detail::splitmix64(first + i);
+  return keys;
+}
+
+/// Median seconds of `repeats` runs of `run`, each after `prepare` (not timed).
+double median_seconds(const std::function<void()>& prepare, const std::function<void()>& run) {
+  std::vector<double> times;
+  for (int r = 0; r < repeats; ++r) {
+    prepare();
+    const auto start = std::chrono::steady_clock::now();
+    run();
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[repeats / 2];
+}
+
+gbf::options one_thread() {
+  gbf::options o;
+  o.where = gbf::backend::cpu;
+  o.cpu_threads = 1;
+  return o;
+}
+
+void row(const char* filter, const std::string& shape, std::uint64_t bytes, std::size_t n,
+         double insert_s, double hit_s, double miss_s, double fpr, double delete_s) {
+  const auto rate = [&](double s, std::size_t keys) { return s > 0 ? keys / s / 1e6 : 0.0; };
+  std::printf("| %-7s | %-22s | %8.1f | %6.2f | %8.2f | %8.2f | %8.2f | %8s | %.4f%% |\n", filter,
+              shape.c_str(), static_cast<double>(bytes) / (1 << 20),
+              8.0 * static_cast<double>(bytes) / static_cast<double>(n), rate(insert_s, n),
+              rate(hit_s, n), rate(miss_s, absent_probes),
+              delete_s > 0 ? std::to_string(rate(delete_s, n)).substr(0, 5).c_str() : "-",
+              100 * fpr);
+  std::fflush(stdout);
+}
+
+void run_size(std::uint64_t mib) {
+  const std::uint64_t bytes = mib << 20;
+  gbf::cuckoo_layout cl;
+  cl.tag_bits = 16;
+  cl.num_buckets = bytes / gbf::cuckoo_bucket_bytes;
+  const std::size_t n = cl.num_slots() * 8 / 10;
+  const auto keys = make_keys(0, n);
+  const auto absent = make_keys(std::uint64_t{1} << 40, absent_probes);
+  auto found = std::make_unique<bool[]>(std::max(n, absent_probes));
+
+  {
+    std::unique_ptr<gbf::cuckoo_filter> f;
+    const auto fresh = [&] { f = std::make_unique<gbf::cuckoo_filter>(cl, one_thread()); };
+    const double insert_s = median_seconds(fresh, [&] { f->add(keys.data(), keys.size()); });
+    const double hit_s = median_seconds([] {}, [&] { f->contains(keys.data(), n, found.get()); });
+    if (!std::all_of(found.get(), found.get() + n, [](bool b) { return b; })) {
+      std::fprintf(stderr, "bench_cuckoo: a false negative in the cuckoo filter\n");
+      std::exit(1);
+    }
+    const double miss_s =
+        median_seconds([] {}, [&] { f->contains(absent.data(), absent_probes, found.get()); });
+    const double fpr = static_cast<double>(f->count(absent.data(), absent_probes)) / absent_probes;
+    // Deletes: each run refills a fresh table first (not timed), then removes every key.
+    const double delete_s = median_seconds(
+        [&] {
+          fresh();
+          f->add(keys.data(), keys.size());
+        },
+        [&] { f->remove(keys.data(), keys.size()); });
+    row("cuckoo", "16-bit tags, 80% load", cl.size_bytes(), n, insert_s, hit_s, miss_s, fpr,
+        delete_s);
+  }
+  for (const std::uint32_t k : {8u, 14u}) {
+    gbf::layout bl;
+    bl.words_per_block = 8;
+    bl.bits_per_key = k;
+    bl.num_blocks = bytes / (bl.words_per_block * gbf::bytes_per_word);
+    std::unique_ptr<gbf::filter> f;
+    const auto fresh = [&] { f = std::make_unique<gbf::filter>(bl, one_thread()); };
+    const double insert_s = median_seconds(fresh, [&] { f->add(keys.data(), keys.size()); });
+    const double hit_s = median_seconds([] {}, [&] { f->contains(keys.data(), n, found.get()); });
+    const double miss_s =
+        median_seconds([] {}, [&] { f->contains(absent.data(), absent_probes, found.get()); });
+    const double fpr = static_cast<double>(f->count(absent.data(), absent_probes)) / absent_probes;
+    row("bloom", "8 words/block, k = " + std::to_string(k), bl.size_bytes(), n, insert_s, hit_s,
+        miss_s, fpr, 0);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::uint64_t> sizes;
+  for (int i = 1; i < argc; ++i) {
+    char* end = nullptr;
+    const unsigned long long mib = std::strtoull(argv[i], &end, 10);
+    if (end == argv[i] || *end != '\0' || mib == 0 || mib > 4096) {
+      std::fprintf(stderr, "bench_cuckoo: '%s' is not a table size in MiB (1 to 4096)\n", argv[i]);
+      return 2;
+    }
+    sizes.push_back(mib);
+  }
+  if (sizes.empty()) sizes = {1, 64};
+  std::printf("one CPU thread; rates in M keys/s, median of %d runs; %zu absent probes\n\n", repeats,
+              absent_probes);
+  std::printf("| filter  | shape                  | MiB      | bits/key | insert   | query hit | query miss | delete   | FPR |\n");
+  std::printf("|---------|------------------------|----------|--------|----------|----------|----------|----------|-----|\n");
+  for (const std::uint64_t mib : sizes) run_size(mib);
+  return 0;
+}
