@@ -2,6 +2,8 @@
 // the CPU, in one run (docs/cuckoo.md):
 //
 //   gbf_bench_cuckoo [MiB...]        default: 1 64
+//   gbf_bench_cuckoo fpr             measured against predicted FPR per tag width and load
+//   gbf_bench_cuckoo load            the load at which the first insert fails
 //
 // For each table size: a cuckoo filter of 16-bit tags filled to 80% load, and
 // Bloom filters of exactly the same bytes holding the same keys (the default
@@ -12,6 +14,7 @@
 // so that the rows compare per core). Each rate is the median of 3 runs.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -116,9 +119,80 @@ void run_size(std::uint64_t mib) {
   }
 }
 
+/// Tables of 2^16 buckets per tag width filled to 50%, 80% and 95% load:
+/// measured FPR of absent keys beside cuckoo_expected_fpr.
+void run_fpr() {
+  std::printf("| tag bits | load | keys | probes | measured FPR | predicted FPR | 95%% interval |\n");
+  std::printf("|---|---|---|---|---|---|---|\n");
+  for (const std::uint32_t f : {8u, 16u, 32u}) {
+    for (const double load : {0.5, 0.8, 0.95}) {
+      gbf::cuckoo_layout l;
+      l.tag_bits = f;
+      l.num_buckets = 1 << 16;
+      l.seed = 1;
+      gbf::cuckoo_filter c(l, one_thread());
+      const auto n = static_cast<std::size_t>(load * static_cast<double>(l.num_slots()));
+      const auto keys = make_keys(0, n);
+      c.add(keys.data(), keys.size());
+      const std::size_t probes = f == 32 ? 100'000'000 : 20'000'000;
+      std::uint64_t hits = 0;
+      for (std::size_t first = 0; first < probes; first += absent_probes) {
+        const auto absent = make_keys((std::uint64_t{1} << 40) + first, absent_probes);
+        hits += c.count(absent.data(), absent.size());
+      }
+      const double measured = static_cast<double>(hits) / static_cast<double>(probes);
+      const double predicted = gbf::cuckoo_expected_fpr(l, n);
+      const double sigma = std::sqrt(measured * (1 - measured) / static_cast<double>(probes));
+      std::printf("| %u | %.0f%% | %zu | %zu | %.4g%% (%llu hits) | %.4g%% | +-%.2g%% |\n", f,
+                  100 * load, n, probes, 100 * measured, static_cast<unsigned long long>(hits),
+                  100 * predicted, 100 * 1.96 * sigma);
+      std::fflush(stdout);
+    }
+  }
+}
+
+/// Per tag width and table size, keys inserted one after another (the CPU's
+/// order) with the default max_kicks: the load at the first refused insert,
+/// lowest and highest over 5 seeds, beside the advertised cuckoo_max_load.
+void run_load() {
+  std::printf("| tag bits | buckets | first failure at load (min .. max of 5 seeds) | advertised |\n");
+  std::printf("|---|---|---|---|\n");
+  for (const std::uint32_t f : {8u, 16u, 32u}) {
+    for (const std::uint64_t buckets : {std::uint64_t{1} << 10, std::uint64_t{1} << 14,
+                                        std::uint64_t{1} << 18, std::uint64_t{1} << 20}) {
+      double lowest = 1, highest = 0;
+      for (std::uint64_t seed = 0; seed < 5; ++seed) {
+        gbf::cuckoo_layout l;
+        l.tag_bits = f;
+        l.num_buckets = buckets;
+        l.seed = seed;
+        gbf::cuckoo_filter c(l, one_thread());
+        const auto keys = make_keys(seed << 40, l.num_slots());
+        std::vector<gbf::cuckoo_status> status(keys.size());
+        c.add(keys.data(), keys.size(), status.data());
+        const auto first = std::find(status.begin(), status.end(), gbf::cuckoo_status::failed);
+        const double load = static_cast<double>(first - status.begin()) / static_cast<double>(l.num_slots());
+        lowest = std::min(lowest, load);
+        highest = std::max(highest, load);
+      }
+      std::printf("| %u | 2^%d | %.4f .. %.4f | %.2f |\n", f, __builtin_ctzll(buckets), lowest,
+                  highest, gbf::cuckoo_max_load(f));
+      std::fflush(stdout);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "load") {
+    run_load();
+    return 0;
+  }
+  if (argc == 2 && std::string(argv[1]) == "fpr") {
+    run_fpr();
+    return 0;
+  }
   std::vector<std::uint64_t> sizes;
   for (int i = 1; i < argc; ++i) {
     char* end = nullptr;
