@@ -583,7 +583,7 @@ int run_info(const info_args& args) {
 
 int run_merge(const combine_args& args) { return combine(args, true); }
 
-int run_remove(const add_args& args, bool checked) {
+int run_remove(const add_args& args, bool strict) {
   refuse_output_over_inputs("the filter", args.target.path, {{"the key file", args.keys.path}});
   const output_lock lock(args.target.path, args.run.wait);
   if (!is_cuckoo_file(args.target)) {
@@ -592,7 +592,7 @@ int run_remove(const add_args& args, bool checked) {
     throw usage_error("'" + args.target.path +
                       "' is not a cuckoo filter: only cuckoo filters (create --cuckoo) remove keys");
   }
-  return run_cuckoo_remove(args, checked);
+  return run_cuckoo_remove(args, strict);
 }
 int run_intersect(const combine_args& args) { return combine(args, false); }
 

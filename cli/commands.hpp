@@ -124,8 +124,8 @@ int run_add(const add_args& args);
 int run_query(const query_args& args);
 int run_info(const info_args& args);
 int run_merge(const combine_args& args);
-/// remove: cuckoo files only (cli/cuckoo.hpp); `checked` refuses keys not found.
-int run_remove(const add_args& args, bool checked);
+/// remove: cuckoo files only (cli/cuckoo.hpp); `strict`: any key not found fails, nothing written.
+int run_remove(const add_args& args, bool strict);
 int run_intersect(const combine_args& args);
 
 }  // namespace gbf::cli

@@ -240,7 +240,7 @@ int run_cuckoo_add(const add_args& args, bool unique) {
   return 0;
 }
 
-int run_cuckoo_remove(const add_args& args, bool checked) {
+int run_cuckoo_remove(const add_args& args, bool strict) {
   cuckoo_file_metadata meta;
   cuckoo_filter f = load_cuckoo_file(args.target, args.run, meta);
   const auto reader = key_reader::open(args.keys.path, args.keys.format);
@@ -262,9 +262,10 @@ int run_cuckoo_remove(const add_args& args, bool checked) {
     bar.advance(chunk.size());
   }
   const std::uint64_t missing = bar.done() - done;
-  bar.finish(std::string(" on ") + to_string(f.where()) + ": " + with_commas(missing) + " not found");
-  if (checked && missing > 0)
-    throw invalid_argument("'" + args.target.path + "': --checked: " + with_commas(missing) +
+  bar.finish(std::string(" on ") + to_string(f.where()) + ": " + with_commas(done) + " removed, " +
+             with_commas(missing) + " refused (not present)");
+  if (strict && missing > 0)
+    throw invalid_argument("'" + args.target.path + "': --strict: " + with_commas(missing) +
                            " of " + with_commas(bar.done()) + " keys were not in the filter " +
                            "(the first at row " + with_commas(*first_missing) +
                            "); the file is unchanged");

@@ -2,7 +2,7 @@
 //
 //   gbf create --cuckoo --capacity N [--fpp P] [--tag-bits 8|16|32] [--max-kicks K] -o F
 //   gbf add F KEYS [--unique]      CF.ADD (CF.ADDNX with --unique); all or nothing
-//   gbf remove F KEYS [--checked]  CF.DEL, one copy per key
+//   gbf remove F KEYS [--strict]   CF.DEL, one copy per key; keys not present are refused
 //   gbf query F KEYS [...]         CF.MEXISTS; --count, --select, --out as for Bloom filters
 //   gbf info F [--json]            CF.INFO
 //
@@ -41,9 +41,11 @@ int run_cuckoo_create(const create_args& args, const cuckoo_create_options& opts
 /// add to a cuckoo file: every key or none (filter_full leaves the file as it was).
 /// The caller holds the output lock.
 int run_cuckoo_add(const add_args& args, bool unique);
-/// remove from a cuckoo file; with `checked`, keys not found fail the command and
-/// nothing is written. The caller holds the output lock.
-int run_cuckoo_remove(const add_args& args, bool checked);
+/// remove from a cuckoo file: one copy of each key found, the others refused
+/// (always "checked": a cuckoo filter cannot remove a tag it does not hold);
+/// prints how many were removed and refused. With `strict`, a refused key
+/// fails the command and nothing is written. The caller holds the output lock.
+int run_cuckoo_remove(const add_args& args, bool strict);
 /// query a cuckoo file (the caller holds the --out lock).
 int run_cuckoo_query(const query_args& args);
 /// info of a cuckoo file.

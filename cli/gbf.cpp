@@ -236,16 +236,16 @@ int main(int argc, char** argv) {
   add_cmd->final_callback([&] { command = [&] { return run_add(add); }; });
 
   add_args remove;
-  bool remove_checked = false;
+  bool remove_strict = false;
   CLI::App* remove_cmd = app.add_subcommand(
       "remove", "Remove one copy of each key of a file from a cuckoo filter file (rewritten atomically)");
   remove_cmd->add_option("FILTER", remove.target.path, "Cuckoo filter file")->required();
   add_keys_options(remove_cmd, remove.keys);
   add_run_options(remove_cmd, remove.run);
   add_wait_flag(remove_cmd, remove.run);
-  remove_cmd->add_flag("--checked", remove_checked,
+  remove_cmd->add_flag("--strict", remove_strict,
                        "Fail, leaving the file unchanged, when some key is not in the filter");
-  remove_cmd->final_callback([&] { command = [&] { return run_remove(remove, remove_checked); }; });
+  remove_cmd->final_callback([&] { command = [&] { return run_remove(remove, remove_strict); }; });
 
   query_args query;
   CLI::App* query_cmd = app.add_subcommand(
