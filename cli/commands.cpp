@@ -17,6 +17,7 @@
 
 #include "cli/command_support.hpp"
 #include "cli/counting.hpp"
+#include "cli/cuckoo.hpp"
 #include "cli/progress.hpp"
 #include "cli/text.hpp"
 #include "gbf/files.hpp"
@@ -256,7 +257,7 @@ bool add_scaling_keys(scaling_filter& f, key_reader& reader, const keys_input& k
   try {
     return add_keys(f, reader, keys, run, total, verify);
   } catch (const filter_full& e) {
-    throw filter_full("'" + path + "': " + e.what() + "; " + unchanged, e.fits());
+    throw filter_full("'" + path + "': " + e.what() + "; " + unchanged, e.not_inserted(), e.fits());
   }
 }
 
@@ -540,9 +541,12 @@ int run_build(const build_args& args) {
 }
 
 int run_add(const add_args& args) {
+  if (args.unique && !is_cuckoo_file(args.target))
+    throw usage_error("--unique applies to cuckoo filters only");
   if (is_counting_file(args.target)) return run_counting_add(args);
   refuse_output_over_inputs("the filter", args.target.path, {{"the key file", args.keys.path}});
   const output_lock lock(args.target.path, args.run.wait);
+  if (is_cuckoo_file(args.target)) return run_cuckoo_add(args, args.unique);
   if (is_scaling_file(args.target)) {
     scaling_filter f = load_scaling(args.target, args.run);
     const auto reader = key_reader::open(args.keys.path, args.keys.format);
@@ -605,6 +609,7 @@ int run_query(const query_args& args) {
     refuse_output_over_inputs("--out", args.out, {{"the filter", args.target.path}, {"the key file", args.keys.path}});
     lock.emplace(args.out, args.run.wait);
   }
+  if (is_cuckoo_file(args.target)) return run_cuckoo_query(args);
   if (is_scaling_file(args.target)) return query_with(load_scaling(args.target, args.run), args);
   file_metadata meta;
   // A counting filter answers as its projection (a counter != 0 <=> its bit is set).
@@ -615,6 +620,7 @@ int run_query(const query_args& args) {
 
 int run_info(const info_args& args) {
   if (is_counting_file(args.target)) return run_counting_info(args);
+  if (is_cuckoo_file(args.target)) return run_cuckoo_info(args);
   if (is_scaling_file(args.target)) {
     print_scaling_info(args.target, load_scaling(args.target, args.run), args.json);
     check_stdout();
@@ -631,6 +637,25 @@ int run_info(const info_args& args) {
 }
 
 int run_merge(const combine_args& args) { return combine(args, true); }
+
+int run_remove(const remove_args& args) {
+  if (is_counting_file(args.target)) return run_counting_remove(args);
+  if (args.unchecked) throw usage_error("--unchecked applies to counting filters only");
+  refuse_output_over_inputs("the filter", args.target.path, {{"the key file", args.keys.path}});
+  const output_lock lock(args.target.path, args.run.wait);
+  if (!is_cuckoo_file(args.target)) {
+    // Says what the file is (a missing file, not a filter, ...) before saying it cannot forget.
+    const file_kind kind = read_file_kind(args.target.path);
+    throw usage_error("'" + args.target.path + "' holds a " + to_string(kind) +
+                      " filter, which cannot forget keys: only counting filters (create --counting) "
+                      "and cuckoo filters (create --cuckoo) remove keys");
+  }
+  add_args cuckoo_args;
+  cuckoo_args.target = args.target;
+  cuckoo_args.keys = args.keys;
+  cuckoo_args.run = args.run;
+  return run_cuckoo_remove(cuckoo_args, args.strict);
+}
 int run_intersect(const combine_args& args) { return combine(args, false); }
 
 }  // namespace gbf::cli

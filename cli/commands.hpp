@@ -83,6 +83,7 @@ struct add_args {
   keys_input keys;
   run_options run;
   bool verify = false;
+  bool unique = false;  ///< Cuckoo files: add only keys not present yet (CF.ADDNX).
 };
 
 /// --out encodings: one 0/1 byte per key, LSB-first packed bits (Arrow), or "0"/"1" lines.
@@ -127,6 +128,9 @@ int run_add(const add_args& args);
 int run_query(const query_args& args);
 int run_info(const info_args& args);
 int run_merge(const combine_args& args);
+struct remove_args;
+/// remove: counting (cli/counting.hpp) and cuckoo (cli/cuckoo.hpp) files; other kinds cannot forget keys.
+int run_remove(const remove_args& args);
 int run_intersect(const combine_args& args);
 
 }  // namespace gbf::cli

@@ -179,22 +179,17 @@ int run_counting_add(const add_args& args) {
   return 0;
 }
 
-int run_remove(const remove_args& args) {
+int run_counting_remove(const remove_args& args) {
   require_native(args.target);
-  if (!is_counting_file(args.target)) {
-    // Says what the file is (a plain filter, a missing file, ...) or that it cannot be read.
-    const file_kind kind = read_file_kind(args.target.path);
-    if (kind != file_kind::counting)
-      throw invalid_argument("'" + args.target.path +
-                             "' is not a counting filter; keys can be removed only from one "
-                             "made with `gbf create --counting` or `gbf build --counting`");
-  }
   refuse_output_over_inputs("the filter", args.target.path, {{"the key file", args.keys.path}});
   const output_lock lock(args.target.path, args.run.wait);
   counting_file_metadata meta;
   counting_filter f = load_counting_file(args.target, args.run, meta);
   const remove_report r = run_keys(
       f, args.keys, args.run, args.unchecked ? counting_step::remove_unchecked : counting_step::remove);
+  if (args.strict && r.refused > 0)
+    throw invalid_argument("'" + args.target.path + "': " + with_commas(r.refused) +
+                           " keys are not in the filter (--strict); the file is unchanged");
   save_counting(f, args.target, meta.fpp);
   if (args.unchecked)
     std::printf("%s keys removed (unchecked)\n", with_commas(r.removed).c_str());

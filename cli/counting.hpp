@@ -16,7 +16,8 @@ struct remove_args {
   filter_file target;
   keys_input keys;
   run_options run;
-  bool unchecked = false;  ///< Decrement without testing: only for keys known to be held.
+  bool unchecked = false;  ///< Counting: decrement without testing; only for keys known to be held.
+  bool strict = false;     ///< Any key not in the filter fails the command; nothing is written.
 };
 
 struct project_args {
@@ -38,8 +39,9 @@ int run_counting_create(const create_args& args);
 int run_counting_build(const build_args& args);
 int run_counting_add(const add_args& args);
 int run_counting_info(const info_args& args);
-/// `gbf remove F KEYS [--unchecked]`: prints how many keys were removed and refused.
-int run_remove(const remove_args& args);
+/// `gbf remove F KEYS [--unchecked | --strict]` on a counting file: prints how
+/// many keys were removed and refused.
+int run_counting_remove(const remove_args& args);
 /// `gbf project F -o OUT [--format parquet-sbbf]`: the plain filter of a counting file.
 int run_project(const project_args& args);
 

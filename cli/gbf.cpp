@@ -20,6 +20,7 @@
 #include "cli/bench.hpp"
 #include "cli/commands.hpp"
 #include "cli/counting.hpp"
+#include "cli/cuckoo.hpp"
 #include "cli/demo.hpp"
 #include "cli/join.hpp"
 #include "cli/parquet.hpp"
@@ -241,10 +242,16 @@ int main(int argc, char** argv) {
   add_output(create_cmd, create.output, create.run);
   add_no_header_flag(create_cmd, {&create.output});
   add_run_options(create_cmd, create.run);
+  cuckoo_create_options create_cuckoo;
+  CLI::Option* cuckoo_flag = add_cuckoo_create_options(create_cmd, create_cuckoo);
   // One filter kind per file: the kinds' flags exclude one another.
-  add_counting_options(create_cmd, create.sizing)
-      ->excludes(add_scaling_options(create_cmd, create.scaling));
-  create_cmd->final_callback([&] { command = [&] { return run_create(create); }; });
+  CLI::Option* counting_flag = add_counting_options(create_cmd, create.sizing);
+  CLI::Option* scaling_flag = add_scaling_options(create_cmd, create.scaling);
+  counting_flag->excludes(scaling_flag);
+  cuckoo_flag->excludes(counting_flag)->excludes(scaling_flag);
+  create_cmd->final_callback([&] {
+    command = [&] { return create_cuckoo.enabled ? run_cuckoo_create(create, create_cuckoo) : run_create(create); };
+  });
 
   build_args build;
   CLI::App* build_cmd = app.add_subcommand("build", "Create a filter from a key file");
@@ -269,6 +276,7 @@ int main(int argc, char** argv) {
   add_run_options(add_cmd, add.run);
   add_wait_flag(add_cmd, add.run);
   add_cmd->add_flag("--verify", add.verify, "Check every key is found afterwards, recomputing answers on the CPU");
+  add_cmd->add_flag("--unique", add.unique, "Cuckoo filters: add only keys not present yet (CF.ADDNX)");
   add_cmd->final_callback([&] { command = [&] { return run_add(add); }; });
 
   query_args query;
@@ -306,12 +314,18 @@ int main(int argc, char** argv) {
 
   remove_args remove;
   CLI::App* remove_cmd = app.add_subcommand(
-      "remove", "Remove the keys of a file from a counting filter file (rewritten atomically)");
-  remove_cmd->add_option("FILTER", remove.target.path, "Counting filter file")->required();
+      "remove",
+      "Remove one copy of each key of a file from a counting or cuckoo filter file (rewritten "
+      "atomically); keys not in the filter are refused and counted");
+  remove_cmd->add_option("FILTER", remove.target.path, "Counting or cuckoo filter file")->required();
   add_keys_options(remove_cmd, remove.keys);
-  remove_cmd->add_flag("--unchecked", remove.unchecked,
-                       "Decrement without testing each key first: only for keys known to be held "
-                       "(removing an absent key can cause false negatives)");
+  CLI::Option* unchecked = remove_cmd->add_flag(
+      "--unchecked", remove.unchecked,
+      "Counting filters: decrement without testing each key first, only for keys known to be "
+      "held (removing an absent key can cause false negatives)");
+  remove_cmd->add_flag("--strict", remove.strict,
+                       "Fail, leaving the file unchanged, when some key is not in the filter")
+      ->excludes(unchecked);
   add_run_options(remove_cmd, remove.run);
   add_wait_flag(remove_cmd, remove.run);
   remove_cmd->final_callback([&] { command = [&] { return run_remove(remove); }; });

@@ -54,26 +54,26 @@ scaling_level plan_level(const scaling_config& c, std::size_t index) {
   if (index >= max_scaling_levels)
     throw filter_full(which + "a chain has at most " + std::to_string(max_scaling_levels) +
                           " levels (create it with a larger capacity or expansion)",
-                      0);
+                      0, 0);
   if (c.policy.non_scaling && index > 0)
-    throw filter_full(which + "non scaling filter is full", 0);
+    throw filter_full(which + "non scaling filter is full", 0, 0);
   scaling_level level;
   level.capacity = level_capacity(c, index);
   if (level.capacity == 0)
     throw filter_full(which + "its capacity, initial * expansion^" + std::to_string(index) +
                           ", passes 2^64",
-                      0);
+                      0, 0);
   level.fpp = level_fpp(c, index);
   if (!(level.fpp > 0))
     throw filter_full(which + "its target fpp, fpp (1 - r) r^" + std::to_string(index) +
                           ", underflows to 0",
-                      0);
+                      0, 0);
   try {
     level.l = size_for(level.capacity, level.fpp, c.s);
   } catch (const invalid_argument& e) {
     throw filter_full(which + "capacity " + std::to_string(level.capacity) + " at fpp " +
                           std::to_string(level.fpp) + ": " + e.what(),
-                      0);
+                      0, 0);
   }
   return level;
 }
@@ -350,7 +350,7 @@ std::uint64_t scaling_filter::add_bounded(const key_batch& batch, bool* is_new,
                           std::to_string(room) + " more fit (capacity " +
                           std::to_string(only.capacity) + ", " + std::to_string(only.keys) +
                           " inserted); nothing was added",
-                      room);
+                      valid, room);
   }
   impl_->end_trial(true);
   levels_ = std::move(trial);
@@ -441,7 +441,7 @@ void scaling_filter::merge(const scaling_filter& other) {
                             " together may hold more keys than the level's capacity, which "
                             "would break the chain's false-positive bound (merge chains that "
                             "are at most half full, or add the keys of one to the other)",
-                        levels_[i].capacity - levels_[i].keys);
+                        0, levels_[i].capacity - levels_[i].keys);
   }
   std::vector<std::vector<std::uint32_t>> theirs;
   for (std::size_t i = 0; i < other.levels_.size(); ++i) theirs.push_back(other.level_words(i));

@@ -2,6 +2,7 @@
 #include "gbf/error.hpp"
 #include "host/bloom_backend.hpp"
 #include "host/counting_backend.hpp"
+#include "host/cuckoo_backend.hpp"
 #include "host/keys.hpp"
 #include "host/parquet/prune.hpp"
 #include "host/scaling_backend.hpp"
@@ -26,6 +27,11 @@ std::unique_ptr<counting_backend> make_gpu_counting(const layout&, std::uint32_t
 }
 
 std::unique_ptr<scaling_backend> make_gpu_scaling(const shape&, const options&, std::string*) {
+  throw no_gpu(std::string("no GPU: ") + no_cuda);
+}
+
+std::unique_ptr<cuckoo_backend> make_gpu_cuckoo(const cuckoo_layout&, std::uint32_t,
+                                                const options&, std::string*) {
   throw no_gpu(std::string("no GPU: ") + no_cuda);
 }
 

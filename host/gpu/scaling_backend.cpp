@@ -235,7 +235,7 @@ class gpu_scaling final : public scaling_backend {
   // filter's), and waits for both.
   void append_level(const layout& l, cudaStream_t s) {
     if (levels_.size() >= max_scaling_levels)
-      throw filter_full("a chain has at most " + std::to_string(max_scaling_levels) + " levels", 0);
+      throw filter_full("a chain has at most " + std::to_string(max_scaling_levels) + " levels", 0, 0);
     const device_scope on_device(executor_.device());
     level_memory m{l, device_buffer<std::uint32_t>(l.num_words())};
     GBF_CUDA_TRY(cudaMemsetAsync(m.words.data(), 0, m.words.size_bytes(), s));

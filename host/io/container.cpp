@@ -209,3 +209,7 @@ filter_kind peek_kind(const std::uint8_t* first_bytes, std::size_t size, const b
 }
 
 }  // namespace gbf::detail
+
+namespace gbf {
+std::string to_string(file_kind kind) { return detail::kind_name(static_cast<std::uint32_t>(kind)); }
+}  // namespace gbf

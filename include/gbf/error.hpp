@@ -79,17 +79,23 @@ class io_error : public error {
   int os_error_;
 };
 
-/// An insertion would pass a filter's capacity and was refused: a non-scaling chain
-/// that is full (RedisBloom: "non scaling filter is full"), a chain that cannot open
-/// another level, or a merge that would overfill a level. `fits()` is how many more
-/// new keys the filter takes.
+/// A filter has no room for keys. A cuckoo filter whose inserts found no free
+/// slot within max_kicks moves: the batch's other keys were inserted. A
+/// non-scaling chain that is full, or a chain that cannot open another level:
+/// nothing of the batch was inserted. A merge that would overfill a level of a
+/// chain. In every case each key inserted before is still present.
 class filter_full : public error {
  public:
-  filter_full(const std::string& what, std::uint64_t fits) : error(what), fits_(fits) {}
-  /// New keys that still fit.
+  filter_full(const std::string& what, std::uint64_t not_inserted, std::uint64_t fits)
+      : error(what), not_inserted_(not_inserted), fits_(fits) {}
+  /// Keys of the batch that were not inserted (0 where no batch was involved, as in a merge).
+  std::uint64_t not_inserted() const noexcept { return not_inserted_; }
+  /// New keys the filter still takes (scaling chains; 0 for a cuckoo filter,
+  /// whose room depends on which keys come).
   std::uint64_t fits() const noexcept { return fits_; }
 
  private:
+  std::uint64_t not_inserted_;
   std::uint64_t fits_;
 };
 

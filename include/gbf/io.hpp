@@ -45,6 +45,8 @@ enum class file_kind : std::uint32_t { bloom = 1, counting = 2, scaling = 3, cuc
 /// The kind of filter in the gbf file at `path`, from its first bytes; format_error
 /// for a file that is not a gbf filter, io_error when it cannot be read.
 file_kind read_file_kind(const std::string& path);
+/// "plain Bloom", "counting Bloom", "scaling Bloom" or "cuckoo".
+std::string to_string(file_kind kind);
 
 /// `f` in the gbf native format (header, words, checksum); `fpp` (0 = unknown) is recorded.
 std::vector<std::uint8_t> serialize(const filter& f, double fpp = 0);

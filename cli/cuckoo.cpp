@@ -1,0 +1,380 @@
+// The cuckoo filter's subcommands (cli/cuckoo.hpp).
+#include "cli/cuckoo.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/progress.hpp"
+#include "cli/text.hpp"
+#include "gbf/cuckoo_filter.hpp"
+#include "gbf/io.hpp"
+#include "host/io/atomic_file.hpp"
+
+namespace gbf::cli {
+namespace {
+
+options make_options(const run_options& run) {
+  options opts;
+  opts.where = run.where;
+  opts.cpu_threads = run.threads;
+  return opts;
+}
+
+void require_gbf_format(const filter_file& file) {
+  if (file.format != filter_format::gbf)
+    throw usage_error("'" + file.path + "' holds a cuckoo filter: only --format gbf applies");
+}
+
+cuckoo_filter load_cuckoo_file(const filter_file& file, const run_options& run,
+                               cuckoo_file_metadata& meta) {
+  require_gbf_format(file);
+  try {
+    return load_cuckoo(file.path, make_options(run), &meta);
+  } catch (const std::bad_alloc&) {
+    throw io_error("'" + file.path + "': out of memory loading the filter: " + std::strerror(ENOMEM),
+                   ENOMEM);
+  }
+}
+
+string_keys<std::int64_t> text_keys(const key_chunk& c) {
+  return {c.text_data.data(), c.text_data.size(), c.offsets.data(), c.size(), nullptr};
+}
+
+/// Runs `op(keys, n)` or `op(string_keys)` on a chunk's keys, whatever their type.
+template <class Op>
+auto on_keys(const key_chunk& c, const Op& op) {
+  switch (c.type) {
+    case key_type::u32: return op(c.u32.data(), c.u32.size());
+    case key_type::u64: return op(c.u64.data(), c.u64.size());
+    case key_type::text: break;
+  }
+  return op(text_keys(c));
+}
+
+/// The keys of one call, grown as chunks need.
+template <class T>
+T* room_for(std::unique_ptr<T[]>& buffer, std::size_t& capacity, std::size_t n) {
+  if (n > capacity) {
+    buffer.reset(new T[n]);
+    capacity = n;
+  }
+  return buffer.get();
+}
+
+std::string percent(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f%%", 100 * x);
+  return text;
+}
+
+std::string number(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", x);
+  return text;
+}
+
+/// The answers of a query as bytes, an LSB-first bitmap or "0"/"1" lines,
+/// written atomically (the file is untouched until close()).
+class answer_file {
+ public:
+  answer_file(const std::string& path, result_format format) : file_(path), format_(format) {}
+
+  void write(const bool* found, std::size_t n) {
+    std::vector<std::uint8_t> out;
+    out.reserve(format_ == result_format::text ? 2 * n : n);
+    for (std::size_t i = 0; i < n; ++i) {
+      switch (format_) {
+        case result_format::bytes: out.push_back(found[i] ? 1 : 0); break;
+        case result_format::text:
+          out.push_back(found[i] ? '1' : '0');
+          out.push_back('\n');
+          break;
+        case result_format::bitmap:
+          pending_ |= static_cast<unsigned>(found[i]) << pending_bits_;
+          if (++pending_bits_ == 8) {
+            out.push_back(static_cast<std::uint8_t>(pending_));
+            pending_ = 0;
+            pending_bits_ = 0;
+          }
+          break;
+      }
+    }
+    file_.write(out.data(), out.size());
+  }
+
+  void close() {
+    if (pending_bits_ > 0) {
+      const auto last = static_cast<std::uint8_t>(pending_);
+      file_.write(&last, 1);
+    }
+    file_.commit();
+  }
+
+ private:
+  detail::atomic_file_sink file_;
+  result_format format_;
+  unsigned pending_ = 0;
+  unsigned pending_bits_ = 0;
+};
+
+void check_stdout() {
+  if (std::fflush(stdout) != 0 || std::ferror(stdout))
+    throw io_error(std::string("standard output: write failed: ") + std::strerror(errno), errno);
+}
+
+void warn_if_over_load(const cuckoo_filter& f, const std::string& path) {
+  const cuckoo_stats s = f.stats();
+  if (!s.over_capacity) return;
+  std::fprintf(stderr,
+               "gbf: warning: '%s' is %s full, past the %s up to which inserts never fail; "
+               "its false-positive rate is now %.3g%%\n",
+               path.c_str(), percent(s.load_factor).c_str(), percent(s.max_load).c_str(),
+               100 * s.estimated_fpr);
+}
+
+}  // namespace
+
+CLI::Option* add_cuckoo_create_options(CLI::App* create_cmd, cuckoo_create_options& opts) {
+  CLI::Option* cuckoo = create_cmd->add_flag(
+      "--cuckoo", opts.enabled,
+      "A cuckoo filter (deletes, counts; RedisBloom's CF) instead of a Bloom filter");
+  create_cmd->add_option("--tag-bits", opts.tag_bits,
+                         "With --cuckoo: tag width 8, 16 or 32 (default: the smallest table)")
+      ->check(CLI::IsMember({0u, 8u, 16u, 32u}))
+      ->needs(cuckoo);
+  create_cmd->add_option("--max-kicks", opts.max_kicks,
+                         "With --cuckoo: most tags one insert may move (1 to 32, default 20)")
+      ->check(CLI::Range(1u, cuckoo_max_kicks_limit))
+      ->needs(cuckoo);
+  return cuckoo;
+}
+
+bool is_cuckoo_file(const filter_file& file) {
+  if (file.format != filter_format::gbf) return false;
+  try {
+    return read_file_kind(file.path) == file_kind::cuckoo;
+  } catch (const error&) {
+    return false;
+  }
+}
+
+int run_cuckoo_create(const create_args& args, const cuckoo_create_options& opts) {
+  if (args.output.format != filter_format::gbf)
+    throw usage_error("--cuckoo writes gbf files only (--format gbf)");
+  if (args.sizing.parquet_compatible)
+    throw usage_error("--parquet-compatible sizes Bloom filters; it does not apply with --cuckoo");
+  if (args.sizing.s.words_per_block != shape{}.words_per_block ||
+      args.sizing.s.bits_per_key != shape{}.bits_per_key || args.sizing.s.seed != shape{}.seed)
+    throw usage_error("--layout shapes Bloom filters; with --cuckoo use --tag-bits and --max-kicks");
+  cuckoo_shape s;
+  s.tag_bits = opts.tag_bits;
+  s.max_kicks = opts.max_kicks;
+  cuckoo_layout l;
+  try {
+    l = cuckoo_size_for(args.sizing.capacity, args.sizing.fpp, s);
+  } catch (const invalid_argument& e) {
+    throw usage_error(e.what());
+  }
+  const cuckoo_filter f(l, make_options(args.run), args.sizing.capacity, opts.max_kicks);
+  save(f, args.output.path, args.sizing.fpp);
+  if (!args.run.quiet)
+    std::fprintf(stderr, "gbf: created %s: cuckoo filter, %s; %.2f bits/key for %s keys at fpp %g\n",
+                 args.output.path.c_str(), to_string(l).c_str(),
+                 cuckoo_bits_per_key(l, args.sizing.capacity),
+                 with_commas(args.sizing.capacity).c_str(), args.sizing.fpp);
+  return 0;
+}
+
+int run_cuckoo_add(const add_args& args, bool unique) {
+  cuckoo_file_metadata meta;
+  cuckoo_filter f = load_cuckoo_file(args.target, args.run, meta);
+  const auto reader = key_reader::open(args.keys.path, args.keys.format);
+  progress bar("added", reader->known_count(), args.run.quiet);
+  key_chunk chunk;
+  std::unique_ptr<bool[]> found;
+  std::size_t found_room = 0;
+  cuckoo_add_report total;
+  std::uint64_t false_negatives = 0;
+  std::uint64_t mismatches = 0;
+  cuckoo_add_options how;
+  how.unique = unique;
+  while (reader->next(chunk, args.keys.chunk_keys)) {
+    const cuckoo_add_report r = on_keys(chunk, [&](const auto&... keys) {
+      return f.add(keys..., nullptr, how);
+    });
+    total.inserted += r.inserted;
+    total.present += r.present;
+    total.failed += r.failed;
+    if (args.verify) {
+      bool* hits = room_for(found, found_room, chunk.size());
+      on_keys(chunk, [&](const auto&... keys) { f.contains(keys..., hits); });
+      mismatches += on_keys(chunk, [&](const auto&... keys) { return f.verify_contains(keys..., hits); });
+      if (r.failed == 0)
+        for (std::size_t i = 0; i < chunk.size(); ++i) false_negatives += !hits[i];
+    }
+    bar.advance(chunk.size());
+  }
+  bar.finish(std::string(" on ") + to_string(f.where()) + ": " + with_commas(total.inserted) + " inserted" +
+             (unique ? ", " + with_commas(total.present) + " already present" : ""));
+  if (total.failed > 0)
+    throw filter_full("'" + args.target.path + "': the cuckoo filter is full: " +
+                          with_commas(total.failed) + " of " + with_commas(bar.done()) +
+                          " keys could not be inserted (load " + percent(f.stats().load_factor) +
+                          "); the file is unchanged: create a larger filter (--capacity)",
+                      total.failed, 0);
+  if (args.verify) {
+    std::fprintf(stderr, "gbf: verify: %s answers recomputed on the CPU, %s mismatches, %s false negatives\n",
+                 with_commas(bar.done()).c_str(), with_commas(mismatches).c_str(),
+                 with_commas(false_negatives).c_str());
+    if (mismatches != 0 || false_negatives != 0) return 1;
+  }
+  save(f, args.target.path, meta.fpp);
+  warn_if_over_load(f, args.target.path);
+  return 0;
+}
+
+int run_cuckoo_remove(const add_args& args, bool strict) {
+  cuckoo_file_metadata meta;
+  cuckoo_filter f = load_cuckoo_file(args.target, args.run, meta);
+  const auto reader = key_reader::open(args.keys.path, args.keys.format);
+  progress bar("removed", reader->known_count(), args.run.quiet);
+  key_chunk chunk;
+  std::unique_ptr<bool[]> removed;
+  std::size_t removed_room = 0;
+  std::uint64_t done = 0;
+  std::optional<std::uint64_t> first_missing;
+  while (reader->next(chunk, args.keys.chunk_keys)) {
+    bool* ok = room_for(removed, removed_room, chunk.size());
+    done += on_keys(chunk, [&](const auto&... keys) { return f.remove(keys..., ok); });
+    if (!first_missing)
+      for (std::size_t i = 0; i < chunk.size(); ++i)
+        if (!ok[i]) {
+          first_missing = bar.done() + i;
+          break;
+        }
+    bar.advance(chunk.size());
+  }
+  const std::uint64_t missing = bar.done() - done;
+  bar.finish(std::string(" on ") + to_string(f.where()) + ": " + with_commas(done) + " removed, " +
+             with_commas(missing) + " refused (not present)");
+  if (strict && missing > 0)
+    throw invalid_argument("'" + args.target.path + "': --strict: " + with_commas(missing) +
+                           " of " + with_commas(bar.done()) + " keys were not in the filter " +
+                           "(the first at row " + with_commas(*first_missing) +
+                           "); the file is unchanged");
+  save(f, args.target.path, meta.fpp);
+  return 0;
+}
+
+int run_cuckoo_query(const query_args& args) {
+  cuckoo_file_metadata meta;
+  const cuckoo_filter f = load_cuckoo_file(args.target, args.run, meta);
+  const auto reader = key_reader::open(args.keys.path, args.keys.format);
+  std::optional<answer_file> out;
+  if (!args.out.empty()) out.emplace(args.out, args.out_format);
+  progress bar("queried", reader->known_count(), args.run.quiet);
+  key_chunk chunk;
+  std::unique_ptr<bool[]> found;
+  std::size_t found_room = 0;
+  std::uint64_t hits = 0;
+  std::uint64_t mismatches = 0;
+  while (reader->next(chunk, args.keys.chunk_keys)) {
+    bool* answer = room_for(found, found_room, chunk.size());
+    on_keys(chunk, [&](const auto&... keys) { f.contains(keys..., answer); });
+    if (args.verify)
+      mismatches += on_keys(chunk, [&](const auto&... keys) { return f.verify_contains(keys..., answer); });
+    if (out) out->write(answer, chunk.size());
+    for (std::size_t i = 0; i < chunk.size(); ++i) {
+      hits += answer[i];
+      if (!args.select || !answer[i]) continue;
+      if (args.row_numbers) {
+        std::printf("%llu\n", static_cast<unsigned long long>(bar.done() + i));
+      } else {
+        const std::string key = chunk.key_string(i);
+        std::fwrite(key.data(), 1, key.size(), stdout);
+        std::fputc('\n', stdout);
+      }
+    }
+    bar.advance(chunk.size());
+  }
+  if (out) out->close();
+  bar.finish(std::string(" on ") + to_string(f.where()) + ": " + with_commas(hits) + " may be present");
+  if (args.count)
+    std::printf("%llu\n", static_cast<unsigned long long>(hits));
+  else if (!args.select && args.out.empty())
+    std::printf("%s of %s keys may be present\n", with_commas(hits).c_str(),
+                with_commas(bar.done()).c_str());
+  check_stdout();
+  if (args.verify) {
+    std::fprintf(stderr, "gbf: verify: %s answers recomputed on the CPU, %s mismatches\n",
+                 with_commas(bar.done()).c_str(), with_commas(mismatches).c_str());
+    if (mismatches != 0) return 1;
+  }
+  return 0;
+}
+
+int run_cuckoo_info(const info_args& args) {
+  cuckoo_file_metadata meta;
+  const cuckoo_filter f = load_cuckoo_file(args.target, args.run, meta);
+  const cuckoo_stats s = f.stats();
+  const cuckoo_layout& l = f.layout();
+  if (args.json) {
+    std::printf("{\"file\": %s, \"kind\": \"cuckoo\", \"tag_bits\": %u, \"slots_per_bucket\": %u, "
+                "\"num_buckets\": %llu, \"seed\": %llu, \"size_bytes\": %llu, \"max_kicks\": %u, "
+                "\"capacity\": %llu, \"fpp\": %s, \"occupied_slots\": %llu, \"num_slots\": %llu, "
+                "\"load_factor\": %s, \"max_load\": %s, \"estimated_fpr\": %s, "
+                "\"keys_added\": %llu, \"keys_removed\": %llu, \"evictions\": %llu, "
+                "\"failed_inserts\": %llu, \"over_capacity\": %s}\n",
+                json_string(args.target.path).c_str(), l.tag_bits, l.slots_per_bucket(),
+                static_cast<unsigned long long>(l.num_buckets),
+                static_cast<unsigned long long>(l.seed),
+                static_cast<unsigned long long>(l.size_bytes()), f.max_kicks(),
+                static_cast<unsigned long long>(meta.capacity), number(meta.fpp).c_str(),
+                static_cast<unsigned long long>(s.occupied_slots),
+                static_cast<unsigned long long>(s.num_slots), number(s.load_factor).c_str(),
+                number(s.max_load).c_str(), number(s.estimated_fpr).c_str(),
+                static_cast<unsigned long long>(s.keys_added),
+                static_cast<unsigned long long>(s.keys_removed),
+                static_cast<unsigned long long>(s.evictions),
+                static_cast<unsigned long long>(s.failed_inserts),
+                s.over_capacity ? "true" : "false");
+  } else {
+    const auto row = [](const char* name, const std::string& value) {
+      std::printf("%-16s %s\n", name, value.c_str());
+    };
+    row("file:", args.target.path);
+    row("format:", "gbf container, kind cuckoo");
+    row("layout:", to_string(l));
+    row("max kicks:", std::to_string(f.max_kicks()));
+    row("capacity:", meta.capacity ? with_commas(meta.capacity) + " keys" : "unknown");
+    row("target fpp:", meta.fpp > 0 ? number(meta.fpp) : "unknown");
+    row("size:", with_commas(l.size_bytes()) + " bytes");
+    row("tags:", with_commas(s.occupied_slots) + " of " + with_commas(s.num_slots) + " slots (load " +
+                     percent(s.load_factor) + ", inserts never fail up to " + percent(s.max_load) + ")");
+    row("estimated fpr:", number(s.estimated_fpr));
+    row("keys added:", with_commas(s.keys_added));
+    row("keys removed:", with_commas(s.keys_removed));
+    row("evictions:", with_commas(s.evictions));
+    row("failed inserts:", with_commas(s.failed_inserts));
+    if (meta.capacity > 0) {
+      char text[64];
+      std::snprintf(text, sizeof text, "%.2f at capacity", cuckoo_bits_per_key(l, meta.capacity));
+      row("bits/key:", text);
+    }
+    if (s.over_capacity)
+      std::printf("WARNING: over capacity: load %s is past %s; inserts may fail\n",
+                  percent(s.load_factor).c_str(), percent(s.max_load).c_str());
+  }
+  check_stdout();
+  return 0;
+}
+
+}  // namespace gbf::cli

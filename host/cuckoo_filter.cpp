@@ -1,0 +1,296 @@
+// gbf::cuckoo_filter: sizing, argument checks, backend choice and stats over
+// a cuckoo_backend. The table work lives in the backends.
+#include "gbf/cuckoo_filter.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "host/backend.hpp"
+#include "host/cuckoo_backend.hpp"
+#include "host/keys.hpp"
+
+namespace gbf {
+namespace {
+
+using detail::call_options;
+using detail::key_batch;
+
+void check_max_kicks(std::uint32_t max_kicks) {
+  if (max_kicks < 1 || max_kicks > cuckoo_max_kicks_limit)
+    throw invalid_argument("max_kicks must be between 1 and " +
+                           std::to_string(cuckoo_max_kicks_limit) + ", got " +
+                           std::to_string(max_kicks));
+}
+
+struct placed_backend {
+  std::unique_ptr<detail::cuckoo_backend> impl;
+  std::string description;
+};
+
+placed_backend place(const cuckoo_layout& l, std::uint32_t max_kicks, const options& opts) {
+  if (const char* problem = cuckoo_layout_problem(l))
+    throw invalid_argument(std::string("invalid cuckoo layout: ") + problem);
+  check_max_kicks(max_kicks);
+  placed_backend placed;
+  std::string reason;
+  if (detail::resolve(opts, &reason) == backend::gpu) {
+    placed.impl = detail::make_gpu_cuckoo(l, max_kicks, opts, &placed.description);
+  } else {
+    placed.impl = detail::make_cpu_cuckoo(l, max_kicks, opts, &placed.description);
+  }
+  if (!reason.empty()) placed.description += "; " + reason;
+  return placed;
+}
+
+/// 1 / (2^f - 1): the chance that one occupied slot holds a given non-zero tag.
+double tag_match_probability(std::uint32_t tag_bits) {
+  return 1.0 / (std::ldexp(1.0, static_cast<int>(tag_bits)) - 1.0);
+}
+
+/// The load at which cuckoo_expected_fpr equals `fpp` for f-bit tags.
+double load_for_fpr(std::uint32_t tag_bits, double fpp) {
+  const double slots = 256.0 / tag_bits;
+  return std::log1p(-fpp) / (2 * slots * std::log1p(-tag_match_probability(tag_bits)));
+}
+
+}  // namespace
+
+double cuckoo_max_load(std::uint32_t tag_bits) {
+  // Measured (gbf_bench_cuckoo load, docs/cuckoo.md): with the default
+  // max_kicks, tables of 2^10..2^20 buckets filled key by key, 5 seeds each,
+  // first refused an insert at a load of at least 0.991 (8-bit tags, 32
+  // slots), 0.982 (16-bit, 16 slots) and 0.969 (32-bit, 8 slots), falling by
+  // about 0.003 per 4x buckets; these promises keep a margin, and
+  // tests/unit/test_cuckoo.cpp pins them.
+  switch (tag_bits) {
+    case 8: return 0.95;
+    case 16: return 0.95;
+    case 32: return 0.93;
+    default: return 0;
+  }
+}
+
+double cuckoo_expected_fpr(const cuckoo_layout& l, std::uint64_t keys) {
+  if (cuckoo_layout_problem(l) != nullptr) return 0;
+  const double load =
+      std::min(1.0, static_cast<double>(keys) / static_cast<double>(l.num_slots()));
+  return -std::expm1(2.0 * l.slots_per_bucket() * load *
+                     std::log1p(-tag_match_probability(l.tag_bits)));
+}
+
+cuckoo_layout cuckoo_size_for(std::uint64_t capacity, double fpp, const cuckoo_shape& s) {
+  if (capacity == 0) throw invalid_argument("capacity must be at least 1");
+  if (!(fpp > 0 && fpp < 1))
+    throw invalid_argument("fpp must be in (0, 1), got " + std::to_string(fpp));
+  if (s.tag_bits != 0 && s.tag_bits != 8 && s.tag_bits != 16 && s.tag_bits != 32)
+    throw invalid_argument("tag_bits must be 0 (choose), 8, 16 or 32, got " +
+                           std::to_string(s.tag_bits));
+  check_max_kicks(s.max_kicks);
+  bool found = false;
+  cuckoo_layout best;
+  for (const std::uint32_t f : {8u, 16u, 32u}) {
+    if (s.tag_bits != 0 && s.tag_bits != f) continue;
+    cuckoo_layout l;
+    l.tag_bits = f;
+    l.seed = s.seed;
+    const double load = std::min(cuckoo_max_load(f), load_for_fpr(f, fpp));
+    const double buckets = std::ceil(static_cast<double>(capacity) / (l.slots_per_bucket() * load));
+    if (!(buckets <= static_cast<double>(cuckoo_max_buckets))) continue;
+    l.num_buckets = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(buckets));
+    // The floating-point load may land a bucket off: settle on the fewest
+    // buckets that keep both promises.
+    const auto keeps_promises = [&](std::uint64_t buckets_now) {
+      cuckoo_layout t = l;
+      t.num_buckets = buckets_now;
+      return cuckoo_expected_fpr(t, capacity) <= fpp &&
+             static_cast<double>(capacity) <= cuckoo_max_load(f) * static_cast<double>(t.num_slots());
+    };
+    while (l.num_buckets < cuckoo_max_buckets && !keeps_promises(l.num_buckets)) ++l.num_buckets;
+    while (l.num_buckets > 1 && keeps_promises(l.num_buckets - 1)) --l.num_buckets;
+    if (!keeps_promises(l.num_buckets)) continue;
+    if (!found || l.size_bytes() <= best.size_bytes()) best = l;  // ties: the wider tags
+    found = true;
+  }
+  if (!found)
+    throw invalid_argument("a cuckoo filter for " + std::to_string(capacity) + " keys at fpp " +
+                           std::to_string(fpp) + " needs more than 2^32 - 1 buckets");
+  return best;
+}
+
+double cuckoo_bits_per_key(const cuckoo_layout& l, std::uint64_t keys) {
+  return keys == 0 ? 0 : static_cast<double>(l.size_bytes()) * 8 / static_cast<double>(keys);
+}
+
+std::string to_string(const cuckoo_layout& l) {
+  return std::to_string(l.tag_bits) + "-bit tags, " + std::to_string(l.slots_per_bucket()) +
+         " slots/bucket, seed " + std::to_string(l.seed) + ", " + std::to_string(l.num_buckets) +
+         " buckets (" + detail::format_bytes(l.size_bytes()) + ")";
+}
+
+cuckoo_filter::cuckoo_filter(const cuckoo_layout& l, const options& opts, std::uint64_t capacity,
+                             std::uint32_t max_kicks)
+    : layout_(l), max_kicks_(max_kicks), capacity_(capacity) {
+  placed_backend placed = place(l, max_kicks, opts);
+  impl_ = std::move(placed.impl);
+  description_ = std::move(placed.description);
+}
+
+cuckoo_filter cuckoo_filter::create(std::uint64_t capacity, double fpp, const options& opts,
+                                    const cuckoo_shape& s) {
+  return cuckoo_filter(cuckoo_size_for(capacity, fpp, s), opts, capacity, s.max_kicks);
+}
+
+cuckoo_filter cuckoo_filter::from_words(const cuckoo_layout& l, const std::uint32_t* words,
+                                        const options& opts, std::uint64_t capacity,
+                                        std::uint32_t max_kicks, const cuckoo_totals& totals) {
+  if (words == nullptr) throw invalid_argument("from_words: words is null");
+  cuckoo_filter f(l, opts, capacity, max_kicks);
+  f.impl_->write_words(words);
+  f.impl_->set_totals(totals);
+  return f;
+}
+
+cuckoo_filter::cuckoo_filter(cuckoo_filter&&) noexcept = default;
+cuckoo_filter& cuckoo_filter::operator=(cuckoo_filter&&) noexcept = default;
+cuckoo_filter::~cuckoo_filter() = default;
+
+cuckoo_filter cuckoo_filter::copy_to(backend where, const options& opts) const {
+  options target = opts;
+  target.where = where;
+  const std::vector<std::uint32_t> table = words();
+  return from_words(layout_, table.data(), target, capacity_, max_kicks_, totals());
+}
+
+backend cuckoo_filter::where() const noexcept { return impl_->kind(); }
+
+void cuckoo_filter::synchronize() const { impl_->synchronize("synchronize"); }
+
+void cuckoo_filter::add_all(const key_batch& keys, const call_options& call) {
+  const cuckoo_add_report report = add_keys(keys, nullptr, {}, call);
+  if (report.failed == 0) return;
+  const cuckoo_stats s = stats();
+  char load[32];
+  std::snprintf(load, sizeof load, "%.1f%%", 100 * s.load_factor);
+  throw filter_full(std::string(call.what) + ": the cuckoo filter is full: " +
+                        std::to_string(report.failed) + " of " +
+                        std::to_string(report.inserted + report.failed) +
+                        " keys were not inserted (no free slot within " +
+                        std::to_string(max_kicks_) + " moves at load " + load +
+                        "); the other keys were inserted and every key inserted before is "
+                        "still present; a larger filter (create with a higher capacity) holds them",
+                    report.failed, 0);
+}
+
+cuckoo_add_report cuckoo_filter::add_keys(const key_batch& keys, cuckoo_status* status,
+                                          const cuckoo_add_options& how,
+                                          const call_options& call) {
+  const key_batch batch = detail::check_batch(call.what, keys);
+  if (status != nullptr) detail::check_results(call.what, batch, status);
+  if (batch.count == 0 && !call.async) return {};
+  return impl_->add(batch, status, how, call);
+}
+
+std::uint64_t cuckoo_filter::remove_keys(const key_batch& keys, bool* removed,
+                                         const call_options& call) {
+  const key_batch batch = detail::check_batch(call.what, keys);
+  if (removed != nullptr) detail::check_results(call.what, batch, removed);
+  if (batch.count == 0 && !call.async) return 0;
+  return impl_->remove(batch, removed, call);
+}
+
+void cuckoo_filter::contains_keys(const key_batch& keys, bool* found,
+                                  const call_options& call) const {
+  const key_batch batch = detail::check_batch(call.what, keys);
+  detail::check_results(call.what, batch, found);
+  if (batch.count == 0 && !call.async) return;
+  impl_->contains(batch, found, call);
+}
+
+std::uint64_t cuckoo_filter::count_keys(const key_batch& keys, std::uint64_t* device_count,
+                                        const call_options& call) const {
+  if (call.async && device_count == nullptr)
+    throw invalid_argument(std::string(call.what) + ": count is null");
+  const key_batch batch = detail::check_batch(call.what, keys);
+  if (batch.count == 0 && !call.async) return 0;
+  return impl_->count(batch, device_count, call);
+}
+
+void cuckoo_filter::copies_keys(const key_batch& keys, std::uint8_t* copies,
+                                const call_options& call) const {
+  const key_batch batch = detail::check_batch(call.what, keys);
+  detail::check_results(call.what, batch, copies);
+  if (batch.count == 0 && !call.async) return;
+  impl_->approximate_count(batch, copies, call);
+}
+
+std::uint64_t cuckoo_filter::select_keys(const key_batch& keys, std::uint64_t* rows,
+                                         std::uint64_t* device_count,
+                                         const call_options& call) const {
+  if (call.async && device_count == nullptr)
+    throw invalid_argument(std::string(call.what) + ": count is null");
+  const key_batch batch = detail::check_batch(call.what, keys);
+  detail::check_results(call.what, batch, rows);
+  if (batch.count == 0 && !call.async) return 0;
+  return impl_->select(batch, rows, device_count, call);
+}
+
+std::uint64_t cuckoo_filter::verify_keys(const key_batch& keys, const bool* found) const {
+  const key_batch batch = detail::check_batch("verify_contains", keys);
+  detail::check_results("verify_contains", batch, found);
+  if (batch.count == 0) return 0;
+  const detail::host_copy host(batch);
+  const std::vector<unsigned char> answers = detail::answers_on_host(found, batch.count, batch.space);
+  // The CPU twin with the portable probe, made and probed once.
+  options scalar;
+  scalar.simd = cpu_simd::scalar;
+  scalar.cpu_huge_pages = false;
+  auto cpu = detail::make_cpu_cuckoo(layout_, max_kicks_, scalar, nullptr);
+  const std::vector<std::uint32_t> table = words();
+  cpu->write_words(table.data());
+  std::unique_ptr<bool[]> expected(new bool[batch.count]);
+  cpu->contains(host.batch, expected.get(), {"verify_contains", nullptr, false});
+  std::uint64_t mismatches = 0;
+  for (std::size_t i = 0; i < batch.count; ++i) mismatches += expected[i] != (answers[i] != 0);
+  return mismatches;
+}
+
+void cuckoo_filter::clear() { impl_->clear(); }
+
+cuckoo_totals cuckoo_filter::totals() const { return impl_->totals(); }
+
+cuckoo_stats cuckoo_filter::stats() const {
+  cuckoo_stats s;
+  s.occupied_slots = impl_->occupied_slots();
+  s.num_slots = layout_.num_slots();
+  s.load_factor = static_cast<double>(s.occupied_slots) / static_cast<double>(s.num_slots);
+  s.max_load = cuckoo_max_load(layout_.tag_bits);
+  s.estimated_fpr = cuckoo_expected_fpr(layout_, s.occupied_slots);
+  s.capacity = capacity_;
+  const cuckoo_totals t = impl_->totals();
+  s.keys_added = t.keys_added;
+  s.keys_removed = t.keys_removed;
+  s.evictions = t.evictions;
+  s.failed_inserts = t.failed_inserts;
+  s.over_capacity = s.load_factor > s.max_load;
+  return s;
+}
+
+std::vector<std::uint32_t> cuckoo_filter::words() const {
+  std::vector<std::uint32_t> out(layout_.num_words());
+  impl_->read_words(out.data());
+  return out;
+}
+
+const std::uint32_t* cuckoo_filter::device_words() const {
+  const std::uint32_t* words = impl_->device_words();
+  if (words == nullptr)
+    throw wrong_backend("device_words needs the GPU backend, but this cuckoo filter lives on the CPU");
+  return words;
+}
+
+}  // namespace gbf
