@@ -105,7 +105,7 @@ class cpu_counting final : public counting_backend {
     const std::vector<std::uint64_t> bounds = cpu::key_bounds(keys, parts);
     std::vector<std::uint64_t> counts(parts);
     cpu::with_hashes(keys, layout_.seed, [&](auto hash_of) {
-      const auto kernel = cpu::counting_kernel_for<decltype(hash_of)>(layout_.words_per_block);
+      const auto kernel = cpu::counting_kernel_for<decltype(hash_of)>(layout_.words_per_block, counter_bits_);
       cpu::run_in_ranges(bounds, [&](unsigned part, std::uint64_t begin, std::uint64_t end) {
         counting_job<decltype(hash_of)> j = job(counting_op::select, hash_of, begin, end, keys);
         j.rows = rows;
@@ -234,7 +234,7 @@ class cpu_counting final : public counting_backend {
                          std::uint8_t* counts) const {
     const unsigned parts = key_parts(keys);
     return cpu::with_hashes(keys, layout_.seed, [&](auto hash_of) {
-      const auto kernel = cpu::counting_kernel_for<decltype(hash_of)>(layout_.words_per_block);
+      const auto kernel = cpu::counting_kernel_for<decltype(hash_of)>(layout_.words_per_block, counter_bits_);
       std::vector<std::uint64_t> tallies(parts);
       cpu::run_in_ranges(cpu::key_bounds(keys, parts), [&](unsigned part, std::uint64_t begin,
                                                            std::uint64_t end) {
@@ -256,10 +256,10 @@ class cpu_counting final : public counting_backend {
       return cpu::with_hashes(keys, layout_.seed, [&](auto hash_of) {
         counting_job<decltype(hash_of)> j = job(op, hash_of, 0, keys.count, keys);
         j.results = results;
-        return cpu::counting_kernel_for<decltype(hash_of)>(layout_.words_per_block)(j);
+        return cpu::counting_kernel_for<decltype(hash_of)>(layout_.words_per_block, counter_bits_)(j);
       });
     }
-    const auto kernel = cpu::counting_kernel_for<stored_hashes>(layout_.words_per_block);
+    const auto kernel = cpu::counting_kernel_for<stored_hashes>(layout_.words_per_block, counter_bits_);
     std::vector<std::uint64_t> tallies(parts);
     cpu::run_block_owned(keys, layout_.seed, parts, layout_.num_blocks, "a counting filter write",
                          [&](unsigned part, const cpu::owned_share& share) {
