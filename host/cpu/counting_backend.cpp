@@ -105,7 +105,7 @@ class cpu_counting final : public counting_backend {
     const std::vector<std::uint64_t> bounds = cpu::key_bounds(keys, parts);
     std::vector<std::uint64_t> counts(parts);
     cpu::with_hashes(keys, layout_.seed, [&](auto hash_of) {
-      const auto kernel = cpu::counting_kernel_for<decltype(hash_of)>(layout_.words_per_block);
+      const auto kernel = kernel_for<decltype(hash_of)>();
       cpu::run_in_ranges(bounds, [&](unsigned part, std::uint64_t begin, std::uint64_t end) {
         counting_job<decltype(hash_of)> j = job(counting_op::select, hash_of, begin, end, keys);
         j.rows = rows;
@@ -219,6 +219,12 @@ class cpu_counting final : public counting_backend {
                           num_threads_);
   }
 
+  /// The kernel of this filter's W and c for hash source `Hashes`.
+  template <class Hashes>
+  cpu::counting_kernel<Hashes> kernel_for() const {
+    return cpu::counting_kernel_for<Hashes>(layout_.words_per_block, counter_bits_);
+  }
+
   template <class Hashes>
   counting_job<Hashes> job(counting_op op, Hashes hash_of, std::size_t begin, std::size_t end,
                            const key_batch& keys) const {
@@ -234,7 +240,7 @@ class cpu_counting final : public counting_backend {
                          std::uint8_t* counts) const {
     const unsigned parts = key_parts(keys);
     return cpu::with_hashes(keys, layout_.seed, [&](auto hash_of) {
-      const auto kernel = cpu::counting_kernel_for<decltype(hash_of)>(layout_.words_per_block);
+      const auto kernel = kernel_for<decltype(hash_of)>();
       std::vector<std::uint64_t> tallies(parts);
       cpu::run_in_ranges(cpu::key_bounds(keys, parts), [&](unsigned part, std::uint64_t begin,
                                                            std::uint64_t end) {
@@ -256,10 +262,10 @@ class cpu_counting final : public counting_backend {
       return cpu::with_hashes(keys, layout_.seed, [&](auto hash_of) {
         counting_job<decltype(hash_of)> j = job(op, hash_of, 0, keys.count, keys);
         j.results = results;
-        return cpu::counting_kernel_for<decltype(hash_of)>(layout_.words_per_block)(j);
+        return kernel_for<decltype(hash_of)>()(j);
       });
     }
-    const auto kernel = cpu::counting_kernel_for<stored_hashes>(layout_.words_per_block);
+    const auto kernel = kernel_for<stored_hashes>();
     std::vector<std::uint64_t> tallies(parts);
     cpu::run_block_owned(keys, layout_.seed, parts, layout_.num_blocks, "a counting filter write",
                          [&](unsigned part, const cpu::owned_share& share) {

@@ -49,52 +49,61 @@ struct counting_job {
   std::uint64_t* rows;    ///< select: rows[keys.begin ..] (see bloom_job::rows).
 };
 
-/// The counter work on one block (W fixed at compile time, c at run time).
-template <std::uint32_t WordsPerBlock>
+/// The counter work on one block, W and c fixed at compile time (so that the
+/// field positions, b / F and (b mod F) * c, are shifts and masks).
+template <std::uint32_t WordsPerBlock, std::uint32_t CounterBits>
 struct counting_block {
   static constexpr std::uint32_t words_per_block = WordsPerBlock;
+  static constexpr std::uint32_t c = CounterBits;
 
   /// Calls fn(word index in the block, shift) for the counter of every bit of h's masks.
+  /// With k = W (the default) a key has one bit per word, probe w's, computed
+  /// directly; otherwise the set bits of the masks (probes on one bit count once).
   template <class Fn>
-  static void for_each_counter(std::uint64_t h, std::uint32_t bits_per_key,
-                               std::uint32_t counter_bits, const Fn& fn) {
+  static GBF_FORCEINLINE void for_each_counter(std::uint64_t h, std::uint32_t bits_per_key,
+                                               const Fn& fn) {
+    if (bits_per_key == WordsPerBlock) {
+      for (std::uint32_t w = 0; w < WordsPerBlock; ++w) {
+        const std::uint32_t bit = probe_bit(h, w);
+        fn(counter_word_in_block(w, bit, c), counter_shift(bit, c));
+      }
+      return;
+    }
     std::uint32_t masks[WordsPerBlock];
     block_masks<WordsPerBlock>(h, bits_per_key, masks);
     for (std::uint32_t w = 0; w < WordsPerBlock; ++w) {
       for (std::uint32_t m = masks[w]; m != 0; m &= m - 1) {
         const auto bit = static_cast<std::uint32_t>(__builtin_ctz(m));
-        fn(counter_word_in_block(w, bit, counter_bits), counter_shift(bit, counter_bits));
+        fn(counter_word_in_block(w, bit, c), counter_shift(bit, c));
       }
     }
   }
 
-  static bool contains(const std::uint32_t* block, std::uint64_t h, std::uint32_t k,
-                       std::uint32_t c) {
+  static bool contains(const std::uint32_t* block, std::uint64_t h, std::uint32_t k) {
     bool all = true;
-    for_each_counter(h, k, c, [&](std::uint32_t word, std::uint32_t shift) {
+    for_each_counter(h, k, [&](std::uint32_t word, std::uint32_t shift) {
       all &= counter_at(block[word], shift, c) != 0;
     });
     return all;
   }
 
-  static std::uint32_t minimum(const std::uint32_t* block, std::uint64_t h, std::uint32_t k,
-                               std::uint32_t c) {
+  static std::uint32_t minimum(const std::uint32_t* block, std::uint64_t h, std::uint32_t k) {
     std::uint32_t least = counter_max(c);
-    for_each_counter(h, k, c, [&](std::uint32_t word, std::uint32_t shift) {
+    for_each_counter(h, k, [&](std::uint32_t word, std::uint32_t shift) {
       const std::uint32_t value = counter_at(block[word], shift, c);
       least = value < least ? value : least;
     });
     return least;
   }
 
-  static void increment(std::uint32_t* block, std::uint64_t h, std::uint32_t k, std::uint32_t c) {
-    for_each_counter(h, k, c, [&](std::uint32_t word, std::uint32_t shift) {
+  static void increment(std::uint32_t* block, std::uint64_t h, std::uint32_t k) {
+    for_each_counter(h, k, [&](std::uint32_t word, std::uint32_t shift) {
       block[word] = increment_fields(block[word], 1u << shift, c);
     });
   }
 
-  static void decrement(std::uint32_t* block, std::uint64_t h, std::uint32_t k, std::uint32_t c) {
-    for_each_counter(h, k, c, [&](std::uint32_t word, std::uint32_t shift) {
+  static void decrement(std::uint32_t* block, std::uint64_t h, std::uint32_t k) {
+    for_each_counter(h, k, [&](std::uint32_t word, std::uint32_t shift) {
       block[word] = decrement_fields(block[word], 1u << shift, c);
     });
   }
@@ -107,11 +116,11 @@ inline std::size_t counter_block_bytes(std::uint32_t words_per_block, std::uint3
 
 /// Runs job.op over the job's keys; returns the count of count, select and
 /// remove_checked (its refusals), else 0.
-template <std::uint32_t WordsPerBlock, class Hashes>
+template <std::uint32_t WordsPerBlock, std::uint32_t CounterBits, class Hashes>
 __attribute__((flatten)) std::uint64_t run_counting_range(const counting_job<Hashes>& job) {
-  using block_ops = counting_block<WordsPerBlock>;
+  using block_ops = counting_block<WordsPerBlock, CounterBits>;
   const std::uint32_t k = job.bits_per_key;
-  const std::uint32_t c = job.counter_bits;
+  constexpr std::uint32_t c = CounterBits;
   std::uint32_t* const counters = job.counters;
   const std::uint32_t block_words = counter_words_per_block(WordsPerBlock, c);
   const auto address_of = [counters, block_words](std::uint64_t block) {
@@ -125,46 +134,46 @@ __attribute__((flatten)) std::uint64_t run_counting_range(const counting_job<Has
   std::uint64_t tally = 0;
   switch (job.op) {
     case counting_op::add:
-      for_each([k, c](std::size_t, std::uint64_t h, std::uint32_t* block) {
-        block_ops::increment(block, h, k, c);
+      for_each([k](std::size_t, std::uint64_t h, std::uint32_t* block) {
+        block_ops::increment(block, h, k);
       });
       break;
     case counting_op::remove_unchecked:
-      for_each([k, c](std::size_t, std::uint64_t h, std::uint32_t* block) {
-        block_ops::decrement(block, h, k, c);
+      for_each([k](std::size_t, std::uint64_t h, std::uint32_t* block) {
+        block_ops::decrement(block, h, k);
       });
       break;
     case counting_op::remove_checked:
-      for_each([k, c, results, &tally](std::size_t i, std::uint64_t h, std::uint32_t* block) {
-        const bool present = block_ops::contains(block, h, k, c);
-        if (present) block_ops::decrement(block, h, k, c);
+      for_each([k, results, &tally](std::size_t i, std::uint64_t h, std::uint32_t* block) {
+        const bool present = block_ops::contains(block, h, k);
+        if (present) block_ops::decrement(block, h, k);
         if (results != nullptr) results[i] = present;
         tally += present ? 0 : 1;
       });
       break;
     case counting_op::contains:
-      for_each([k, c, results](std::size_t i, std::uint64_t h, std::uint32_t* block) {
-        results[i] = block_ops::contains(block, h, k, c);
+      for_each([k, results](std::size_t i, std::uint64_t h, std::uint32_t* block) {
+        results[i] = block_ops::contains(block, h, k);
       });
       break;
     case counting_op::count:
-      for_each([k, c, &tally](std::size_t, std::uint64_t h, std::uint32_t* block) {
-        tally += block_ops::contains(block, h, k, c) ? 1 : 0;
+      for_each([k, &tally](std::size_t, std::uint64_t h, std::uint32_t* block) {
+        tally += block_ops::contains(block, h, k) ? 1 : 0;
       });
       break;
     case counting_op::select: {
       // Branch-free compaction, as the plain filter's (bloom_kernels.hpp).
       std::uint64_t* const out = job.rows + job.keys.begin;
-      for_each([k, c, out, &tally](std::size_t i, std::uint64_t h, std::uint32_t* block) {
+      for_each([k, out, &tally](std::size_t i, std::uint64_t h, std::uint32_t* block) {
         out[tally] = i;
-        tally += block_ops::contains(block, h, k, c) ? 1 : 0;
+        tally += block_ops::contains(block, h, k) ? 1 : 0;
       });
       break;
     }
     case counting_op::approximate_count: {
       std::uint8_t* const counts = job.counts;
-      for_each([k, c, counts](std::size_t i, std::uint64_t h, std::uint32_t* block) {
-        counts[i] = static_cast<std::uint8_t>(block_ops::minimum(block, h, k, c));
+      for_each([k, counts](std::size_t i, std::uint64_t h, std::uint32_t* block) {
+        counts[i] = static_cast<std::uint8_t>(block_ops::minimum(block, h, k));
       });
       break;
     }
@@ -175,15 +184,19 @@ __attribute__((flatten)) std::uint64_t run_counting_range(const counting_job<Has
 template <class Hashes>
 using counting_kernel = std::uint64_t (*)(const counting_job<Hashes>&);
 
-/// The entry point of a runtime block width for hash source `Hashes`.
+/// The entry point of a runtime block width and counter width for hash source `Hashes`.
 template <class Hashes>
-counting_kernel<Hashes> counting_kernel_for(std::uint32_t words_per_block) {
+counting_kernel<Hashes> counting_kernel_for(std::uint32_t words_per_block,
+                                            std::uint32_t counter_bits) {
+  if (counter_bits != 4 && counter_bits != 8)
+    throw invalid_argument("counter_bits must be 4 or 8");
+  const bool four = counter_bits == 4;
   switch (words_per_block) {
-    case 1: return &run_counting_range<1, Hashes>;
-    case 2: return &run_counting_range<2, Hashes>;
-    case 4: return &run_counting_range<4, Hashes>;
-    case 8: return &run_counting_range<8, Hashes>;
-    case 16: return &run_counting_range<16, Hashes>;
+    case 1: return four ? &run_counting_range<1, 4, Hashes> : &run_counting_range<1, 8, Hashes>;
+    case 2: return four ? &run_counting_range<2, 4, Hashes> : &run_counting_range<2, 8, Hashes>;
+    case 4: return four ? &run_counting_range<4, 4, Hashes> : &run_counting_range<4, 8, Hashes>;
+    case 8: return four ? &run_counting_range<8, 4, Hashes> : &run_counting_range<8, 8, Hashes>;
+    case 16: return four ? &run_counting_range<16, 4, Hashes> : &run_counting_range<16, 8, Hashes>;
     default: throw invalid_argument("words_per_block must be one of 1, 2, 4, 8, 16");
   }
 }
