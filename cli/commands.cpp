@@ -265,57 +265,6 @@ bool add_scaling_keys(scaling_filter& f, key_reader& reader, const keys_input& k
 // Query outputs
 // ---------------------------------------------------------------------------
 
-/// Writes query answers to --out as bytes, an LSB-first bitmap, or "0"/"1"
-/// lines, atomically like a filter (gbf::atomic_file): until close()
-/// the results file is untouched, and a failure leaves it as it was.
-class result_writer {
- public:
-  result_writer(const std::string& path, result_format format) : file_(path), format_(format) {
-    buffer_.reserve(buffer_bytes + 2);
-  }
-
-  void write(const bool* found, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) {
-      switch (format_) {
-        case result_format::bytes: buffer_.push_back(found[i] ? 1 : 0); break;
-        case result_format::text:
-          buffer_.push_back(found[i] ? '1' : '0');
-          buffer_.push_back('\n');
-          break;
-        case result_format::bitmap:
-          pending_ |= static_cast<unsigned>(found[i]) << pending_bits_;
-          if (++pending_bits_ == 8) flush_byte();
-          break;
-      }
-      if (buffer_.size() >= buffer_bytes) flush();
-    }
-  }
-
-  /// Writes the last partial bitmap byte, then replaces the results file.
-  void close() {
-    if (pending_bits_ > 0) flush_byte();
-    flush();
-    file_.commit();
-  }
-
- private:
-  void flush_byte() {
-    buffer_.push_back(static_cast<std::uint8_t>(pending_));
-    pending_ = 0;
-    pending_bits_ = 0;
-  }
-  void flush() {
-    file_.write(buffer_.data(), buffer_.size());
-    buffer_.clear();
-  }
-
-  static constexpr std::size_t buffer_bytes = std::size_t{1} << 20;
-  atomic_file file_;
-  result_format format_;
-  std::vector<std::uint8_t> buffer_;
-  unsigned pending_ = 0;
-  unsigned pending_bits_ = 0;
-};
 
 void print_selected(const key_chunk& c, const bool* found, std::uint64_t first_row, bool row_numbers) {
   for (std::size_t i = 0; i < c.size(); ++i) {

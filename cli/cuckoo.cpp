@@ -12,21 +12,14 @@
 #include <string>
 #include <vector>
 
+#include "cli/command_support.hpp"
 #include "cli/progress.hpp"
 #include "cli/text.hpp"
 #include "gbf/cuckoo_filter.hpp"
 #include "gbf/io.hpp"
-#include "host/io/atomic_file.hpp"
 
 namespace gbf::cli {
 namespace {
-
-options make_options(const run_options& run) {
-  options opts;
-  opts.where = run.where;
-  opts.cpu_threads = run.threads;
-  return opts;
-}
 
 void require_gbf_format(const filter_file& file) {
   if (file.format != filter_format::gbf)
@@ -42,10 +35,6 @@ cuckoo_filter load_cuckoo_file(const filter_file& file, const run_options& run,
     throw io_error("'" + file.path + "': out of memory loading the filter: " + std::strerror(ENOMEM),
                    ENOMEM);
   }
-}
-
-string_keys<std::int64_t> text_keys(const key_chunk& c) {
-  return {c.text_data.data(), c.text_data.size(), c.offsets.data(), c.size(), nullptr};
 }
 
 /// Runs `op(keys, n)` or `op(string_keys)` on a chunk's keys, whatever their type.
@@ -81,54 +70,7 @@ std::string number(double x) {
   return text;
 }
 
-/// The answers of a query as bytes, an LSB-first bitmap or "0"/"1" lines,
-/// written atomically (the file is untouched until close()).
-class answer_file {
- public:
-  answer_file(const std::string& path, result_format format) : file_(path), format_(format) {}
 
-  void write(const bool* found, std::size_t n) {
-    std::vector<std::uint8_t> out;
-    out.reserve(format_ == result_format::text ? 2 * n : n);
-    for (std::size_t i = 0; i < n; ++i) {
-      switch (format_) {
-        case result_format::bytes: out.push_back(found[i] ? 1 : 0); break;
-        case result_format::text:
-          out.push_back(found[i] ? '1' : '0');
-          out.push_back('\n');
-          break;
-        case result_format::bitmap:
-          pending_ |= static_cast<unsigned>(found[i]) << pending_bits_;
-          if (++pending_bits_ == 8) {
-            out.push_back(static_cast<std::uint8_t>(pending_));
-            pending_ = 0;
-            pending_bits_ = 0;
-          }
-          break;
-      }
-    }
-    file_.write(out.data(), out.size());
-  }
-
-  void close() {
-    if (pending_bits_ > 0) {
-      const auto last = static_cast<std::uint8_t>(pending_);
-      file_.write(&last, 1);
-    }
-    file_.commit();
-  }
-
- private:
-  detail::atomic_file_sink file_;
-  result_format format_;
-  unsigned pending_ = 0;
-  unsigned pending_bits_ = 0;
-};
-
-void check_stdout() {
-  if (std::fflush(stdout) != 0 || std::ferror(stdout))
-    throw io_error(std::string("standard output: write failed: ") + std::strerror(errno), errno);
-}
 
 void warn_if_over_load(const cuckoo_filter& f, const std::string& path) {
   const cuckoo_stats s = f.stats();
@@ -278,7 +220,7 @@ int run_cuckoo_query(const query_args& args) {
   cuckoo_file_metadata meta;
   const cuckoo_filter f = load_cuckoo_file(args.target, args.run, meta);
   const auto reader = key_reader::open(args.keys.path, args.keys.format);
-  std::optional<answer_file> out;
+  std::optional<result_writer> out;
   if (!args.out.empty()) out.emplace(args.out, args.out_format);
   progress bar("queried", reader->known_count(), args.run.quiet);
   key_chunk chunk;
