@@ -330,3 +330,57 @@ def test_cuckoo_answers_and_removes_as_cli(run_cli, tmp_path, rng):
     after = gbf.CuckooFilter.load(tmp_path / "k.gbf")
     assert np.array_equal(after.words(), f.words())
     assert after.stats().keys_removed == f.stats().keys_removed == 1_000
+
+
+# --- Chunks and nulls ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("arrow_type", [pa.int64(), pa.uint32()])
+def test_kinds_answer_the_same_in_small_chunks_with_integer_nulls(rng, arrow_type):
+    """Integer Arrow arrays with nulls are compacted per chunk and answers scattered back;
+    chunk boundaries (chunk_keys) change no answer, and a null is never added nor found."""
+    values = rng.integers(0, 2**31, size=1_000).tolist()
+    with_nulls = pa.array([None if i % 7 == 3 else v for i, v in enumerate(values)], type=arrow_type)
+    valid = np.array([i % 7 != 3 for i in range(len(values))])
+    dtype = np.int64 if arrow_type == pa.int64() else np.uint32
+    plain = np.array(values, dtype=dtype)
+    made = {
+        "counting": lambda: gbf.CountingFilter(2_000, 0.001, backend="cpu"),
+        "scaling": lambda: gbf.ScalingFilter(100, 0.001, backend="cpu"),
+        "cuckoo": lambda: gbf.CuckooFilter(2_000, 0.001, backend="cpu", tag_bits=32),
+    }
+    for kind, make in made.items():
+        whole, chunked = make(), make()
+        chunked.chunk_keys = 24
+        assert chunked.chunk_keys == 24
+        for f in (whole, chunked):
+            f.add(with_nulls)
+            assert f.contains(plain[valid]).all(), f"{kind}: false negative"
+            found = f.contains(with_nulls)
+            assert not found[~valid].any(), f"{kind}: a null key was found"
+            assert found[valid].all()
+            assert f.count(with_nulls) == valid.sum()
+        assert whole.stats() == chunked.stats(), kind
+        if kind == "counting":
+            assert np.array_equal(whole.counters(), chunked.counters())
+            removed = chunked.remove(with_nulls, per_key=True)
+            assert np.array_equal(removed, valid)
+        elif kind == "scaling":
+            assert np.array_equal(whole.level_words(0), chunked.level_words(0))
+            assert not chunked.add_new(with_nulls).any()  # all present already; nulls never new
+        else:
+            assert np.array_equal(whole.words(), chunked.words())
+            status = chunked.add(with_nulls, unique=True)
+            assert np.array_equal(status, np.where(valid, gbf.CuckooStatus.PRESENT, gbf.CuckooStatus.SKIPPED))
+            assert np.array_equal(chunked.remove(with_nulls, per_key=True), valid)
+
+
+def test_kinds_one_key_answers_are_python_scalars():
+    for f in (gbf.CountingFilter(100, 0.01, backend="cpu"), gbf.ScalingFilter(100, 0.01, backend="cpu"),
+              gbf.CuckooFilter(100, 0.01, backend="cpu")):
+        f.add(np.uint64(7))
+        assert f.contains(7) is True and 7 in f and np.uint64(7) in f
+        assert f.contains("seven") is False and "seven" not in f
+        assert f.count([7, 8]) == 1
+        with pytest.raises(TypeError):
+            [7, 8] in f
