@@ -132,7 +132,7 @@ class CountingFilter(_core.CountingFilterBase):
             return None
         if per_key:
             return status
-        return RemoveReport(removed, refused)
+        return RemoveReport(int(removed or 0), int(refused or 0))
 
     def projection(self) -> Filter:
         """The gbf.Filter with a bit set where a counter is nonzero (same layout, backend,
@@ -156,9 +156,9 @@ class CountingFilter(_core.CountingFilterBase):
 
     def stats(self) -> CountingStats:
         """Counters, saturation, fill, estimated keys and FPR (one pass over the counters)."""
-        s = list(self._stats())
-        s[9] = s[9] or None
-        return CountingStats(*s)
+        s = self._stats()
+        return CountingStats(s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9] or None, s[10], s[11],
+                             s[12])
 
     def to_bytes(self) -> bytes:
         """The filter in gbf's container (kind counting: layout, counter width, capacity, fpp,
@@ -437,9 +437,8 @@ class CuckooFilter(_core.CuckooFilterBase):
 
     def stats(self) -> CuckooStats:
         """Occupancy, expected FPR and the totals (CF.INFO)."""
-        s = list(self._stats())
-        s[5] = s[5] or None
-        return CuckooStats(*s)
+        s = self._stats()
+        return CuckooStats(s[0], s[1], s[2], s[3], s[4], s[5] or None, s[6], s[7], s[8], s[9], s[10])
 
     def to_bytes(self) -> bytes:
         """The filter in gbf's container (kind cuckoo): what save writes and the CLI reads."""
