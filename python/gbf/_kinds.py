@@ -180,6 +180,18 @@ class CountingFilter(_core.CountingFilterBase):
         """A counting filter read from `path` (checksum verified); gbf.FormatError, OSError."""
         return cls._adopt(_core._counting_load(_path(path), backend, threads))
 
+    def copy(self, backend: Optional[str] = None, *, threads: Optional[int] = None) -> "CountingFilter":
+        """A deep copy (through the file bytes: same contents, same stats) on `backend` ("cpu",
+        "gpu" or "auto"; default: the backend this filter was asked for)."""
+        return type(self).from_bytes(self.to_bytes(), backend=backend or self.requested_backend,
+                                     threads=self.threads if threads is None else threads)
+
+    def __copy__(self) -> "CountingFilter":
+        return self.copy()
+
+    def __deepcopy__(self, memo: dict) -> "CountingFilter":
+        return self.copy()
+
     def __reduce__(self):
         return (_unpickle_counting, (self._serialize(), self.requested_backend, self.threads))
 
@@ -316,6 +328,18 @@ class ScalingFilter(_core.ScalingFilterBase):
     def load(cls, path: PathLike, *, backend: str = "auto", threads: int = 0) -> "ScalingFilter":
         """A chain read from `path` (checksum verified); gbf.FormatError, OSError."""
         return cls._adopt(_core._scaling_load(_path(path), backend, threads))
+
+    def copy(self, backend: Optional[str] = None, *, threads: Optional[int] = None) -> "ScalingFilter":
+        """A deep copy (through the file bytes: same contents, same stats) on `backend` ("cpu",
+        "gpu" or "auto"; default: the backend this filter was asked for)."""
+        return type(self).from_bytes(self.to_bytes(), backend=backend or self.requested_backend,
+                                     threads=self.threads if threads is None else threads)
+
+    def __copy__(self) -> "ScalingFilter":
+        return self.copy()
+
+    def __deepcopy__(self, memo: dict) -> "ScalingFilter":
+        return self.copy()
 
     def __reduce__(self):
         return (_unpickle_scaling, (self._serialize(), self.requested_backend, self.threads))
@@ -457,6 +481,18 @@ class CuckooFilter(_core.CuckooFilterBase):
     def load(cls, path: PathLike, *, backend: str = "auto", threads: int = 0) -> "CuckooFilter":
         """A cuckoo filter read from `path` (checksum verified); gbf.FormatError, OSError."""
         return cls._adopt(_core._cuckoo_load(_path(path), backend, threads))
+
+    def copy(self, backend: Optional[str] = None, *, threads: Optional[int] = None) -> "CuckooFilter":
+        """A deep copy (through the file bytes: same contents, same stats) on `backend` ("cpu",
+        "gpu" or "auto"; default: the backend this filter was asked for)."""
+        return type(self).from_bytes(self.to_bytes(), backend=backend or self.requested_backend,
+                                     threads=self.threads if threads is None else threads)
+
+    def __copy__(self) -> "CuckooFilter":
+        return self.copy()
+
+    def __deepcopy__(self, memo: dict) -> "CuckooFilter":
+        return self.copy()
 
     def __reduce__(self):
         return (_unpickle_cuckoo, (self._serialize(), self.requested_backend, self.threads))

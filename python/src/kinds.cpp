@@ -269,7 +269,7 @@ void bind_counting(nb::module_& m) {
       f.add(key...);
       return std::uint64_t{0};
     });
-  }, "keys"_a);
+  }, "keys"_a, "Adds the keys: increments the counters of each key's bits (saturating at 2**counter_bits - 1).");
   // (removed, refused, per-key array or None); unchecked: (None, None, None).
   cls.def("_remove", [](self_t& self, nb::handle keys_obj, bool unchecked, bool want_per_key) {
     const host_keys keys = host_only(keys_obj, "remove");
@@ -308,7 +308,7 @@ void bind_counting(nb::module_& m) {
                   return std::uint64_t{0};
                 });
     return per_key(keys, counts);
-  }, "keys"_a);
+  }, "keys"_a, "counts[i] = the smallest counter of key i (uint8): an upper bound on its adds minus removes, until a counter saturates.");
   cls.def("merge", [](self_t& self, self_t& other) {
     nb::gil_scoped_release release;
     if (&self == &other) {
@@ -318,8 +318,9 @@ void bind_counting(nb::module_& m) {
       std::scoped_lock lock(self.mutex, other.mutex);
       self.f.merge(other.f);
     }
-  }, "other"_a);
-  cls.def("clear", [](self_t& self) { locked(self, [&] { self.f.clear(); }); });
+  }, "other"_a, "self += other, counter by counter, saturating; gbf.LayoutMismatch when the layouts or counter widths differ.");
+  cls.def("clear", [](self_t& self) { locked(self, [&] { self.f.clear(); }); },
+          "Sets every counter to zero and resets the key counts.");
   cls.def("_stats", [](self_t& self) {
     const counting_stats s = locked(self, [&] { return self.f.stats(); });
     return nb::make_tuple(s.counter_bits, s.num_counters, s.nonzero_counters, s.saturated_counters,
@@ -395,7 +396,8 @@ void bind_scaling(nb::module_& m) {
     scaling_filter& f = self.f;
     return over_chunks(self, keys, static_cast<bool*>(nullptr), false,
                        [&](bool*, const auto&... key) { return f.add(key...); });
-  }, "keys"_a);
+  }, "keys"_a, "Inserts the keys new to the chain, in batch order (opening levels as needed); returns how many. "
+               "Non-scaling: gbf.FilterFull when they would pass its capacity (that chunk inserts nothing).");
   cls.def("add_new", [](self_t& self, nb::handle keys_obj) {
     const host_keys keys = host_only(keys_obj, "add_new");
     nb::object is_new = new_numpy_array(keys.count, NPY_BOOL);
@@ -403,7 +405,7 @@ void bind_scaling(nb::module_& m) {
     over_chunks(self, keys, array_data<bool>(is_new), false,
                 [&](bool* o, const auto&... key) { return f.add_new(key..., o); });
     return per_key(keys, is_new);
-  }, "keys"_a);
+  }, "keys"_a, "add, answering per key: is_new[i] = key i was inserted (absent before it; False for nulls and repeats).");
   cls.def("merge", [](self_t& self, self_t& other) {
     nb::gil_scoped_release release;
     if (&self == &other) {
@@ -413,7 +415,8 @@ void bind_scaling(nb::module_& m) {
       std::scoped_lock lock(self.mutex, other.mutex);
       self.f.merge(other.f);
     }
-  }, "other"_a);
+  }, "other"_a, "self |= other, level by level; gbf.LayoutMismatch when the configs differ, gbf.FilterFull "
+                "(nothing changed) when a merged level could pass its capacity.");
   // (capacity, size_bytes, num_levels, keys_inserted, expansion, fpp, compound_fpr,
   //  [(W, K, seed, blocks, capacity, fpp, keys, bits_set, fill_ratio, fpr), ...])
   cls.def("_stats", [](self_t& self) {
@@ -530,8 +533,9 @@ void bind_cuckoo(nb::module_& m) {
                   return std::uint64_t{0};
                 });
     return per_key(keys, copies);
-  }, "keys"_a);
-  cls.def("clear", [](self_t& self) { locked(self, [&] { self.f.clear(); }); });
+  }, "keys"_a, "CF.COUNT: copies[i] (uint8) = copies of key i's tag in its two buckets, an upper bound on its adds minus removes.");
+  cls.def("clear", [](self_t& self) { locked(self, [&] { self.f.clear(); }); },
+          "Empties the table (keeps layout, capacity and max_kicks; zeroes the totals).");
   cls.def("_stats", [](self_t& self) {
     const cuckoo_stats s = locked(self, [&] { return self.f.stats(); });
     return nb::make_tuple(s.occupied_slots, s.num_slots, s.load_factor, s.max_load,

@@ -384,3 +384,36 @@ def test_kinds_one_key_answers_are_python_scalars():
         assert f.count([7, 8]) == 1
         with pytest.raises(TypeError):
             [7, 8] in f
+
+
+# --- Construction errors, copies, Dask's serialization -------------------------------------
+
+
+@pytest.mark.parametrize("cls", [gbf.CountingFilter, gbf.ScalingFilter, gbf.CuckooFilter])
+def test_kinds_construction_errors_are_typed(cls):
+    with pytest.raises(gbf.InvalidArgument):
+        cls(0, 0.01, backend="cpu")
+    with pytest.raises(gbf.InvalidArgument):
+        cls(100, 1.5, backend="cpu")
+    with pytest.raises(ValueError, match="backend must be"):
+        cls(100, 0.01, backend="tpu")
+    if not gbf.gpu_status()[0]:
+        with pytest.raises(gbf.NoGPU):
+            cls(100, 0.01, backend="gpu")
+
+
+@pytest.mark.parametrize("cls", [gbf.CountingFilter, gbf.ScalingFilter, gbf.CuckooFilter])
+def test_kinds_copies_are_deep_and_travel_through_dask_serialization(rng, cls):
+    import copy
+
+    keys = rng.integers(0, 2**64 - 1, size=2_000, dtype=np.uint64)
+    f = cls(3_000, 0.01, backend="cpu")  # room for every key (a cuckoo filter refuses more)
+    f.add(keys[:1_000])
+    twin = copy.deepcopy(f)
+    f.add(keys[1_000:])
+    assert twin.stats() != f.stats(), "the copy shares state with the original"
+    assert twin.contains(keys[:1_000]).all() and f.contains(keys).all()
+    protocol = pytest.importorskip("distributed.protocol")
+    back = protocol.deserialize(*protocol.serialize(f))
+    assert type(back) is cls and back.stats() == f.stats()
+    assert np.array_equal(back.contains(keys), f.contains(keys))
