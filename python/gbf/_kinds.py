@@ -24,6 +24,8 @@ import os
 from dataclasses import dataclass
 from typing import Any, List, Optional, Tuple, Union
 
+import numpy as np
+
 from . import _core
 from ._filter import Filter, Layout
 
@@ -34,6 +36,11 @@ def _path(target: PathLike) -> str:
     if not isinstance(target, (str, bytes, os.PathLike)):
         raise TypeError(f"expected a path, not {type(target).__name__}")
     return os.fsdecode(os.fspath(target))
+
+
+def _select(found: Any) -> Any:
+    """Ascending row numbers (int64) of the keys that may be present, from contains()."""
+    return np.flatnonzero(np.atleast_1d(found)).astype(np.int64, copy=False)
 
 
 def _shape(layout: Union[None, str, Layout]) -> Layout:
@@ -179,6 +186,11 @@ class CountingFilter(_core.CountingFilterBase):
     def load(cls, path: PathLike, *, backend: str = "auto", threads: int = 0) -> "CountingFilter":
         """A counting filter read from `path` (checksum verified); gbf.FormatError, OSError."""
         return cls._adopt(_core._counting_load(_path(path), backend, threads))
+
+    def select(self, keys: Any) -> Any:
+        """Row numbers (NumPy int64, ascending) of the keys that may be present: a join
+        prefilter, as gbf.Filter.select (computed from contains; nulls are never selected)."""
+        return _select(self.contains(keys))
 
     def copy(self, backend: Optional[str] = None, *, threads: Optional[int] = None) -> "CountingFilter":
         """A deep copy (through the file bytes: same contents, same stats) on `backend` ("cpu",
@@ -328,6 +340,11 @@ class ScalingFilter(_core.ScalingFilterBase):
     def load(cls, path: PathLike, *, backend: str = "auto", threads: int = 0) -> "ScalingFilter":
         """A chain read from `path` (checksum verified); gbf.FormatError, OSError."""
         return cls._adopt(_core._scaling_load(_path(path), backend, threads))
+
+    def select(self, keys: Any) -> Any:
+        """Row numbers (NumPy int64, ascending) of the keys that may be present: a join
+        prefilter, as gbf.Filter.select (computed from contains; nulls are never selected)."""
+        return _select(self.contains(keys))
 
     def copy(self, backend: Optional[str] = None, *, threads: Optional[int] = None) -> "ScalingFilter":
         """A deep copy (through the file bytes: same contents, same stats) on `backend` ("cpu",
@@ -481,6 +498,11 @@ class CuckooFilter(_core.CuckooFilterBase):
     def load(cls, path: PathLike, *, backend: str = "auto", threads: int = 0) -> "CuckooFilter":
         """A cuckoo filter read from `path` (checksum verified); gbf.FormatError, OSError."""
         return cls._adopt(_core._cuckoo_load(_path(path), backend, threads))
+
+    def select(self, keys: Any) -> Any:
+        """Row numbers (NumPy int64, ascending) of the keys that may be present: a join
+        prefilter, as gbf.Filter.select (computed from contains; nulls are never selected)."""
+        return _select(self.contains(keys))
 
     def copy(self, backend: Optional[str] = None, *, threads: Optional[int] = None) -> "CuckooFilter":
         """A deep copy (through the file bytes: same contents, same stats) on `backend` ("cpu",

@@ -294,6 +294,8 @@ def test_counting_same_counters_answers_and_projection_as_cli(run_cli, tmp_path,
     assert np.array_equal(from_cli.counters(), f.counters())
     assert np.array_equal(f.contains(probe), cli_answers(run_cli, tmp_path / "c.gbf", tmp_path / "probe.u64",
                                                          tmp_path))
+    rows = run_cli("query", tmp_path / "c.gbf", tmp_path / "probe.u64", "--select", "--row-numbers", "-q").stdout
+    assert f.select(probe).tolist() == [int(r) for r in rows.split()]
     run_cli("project", tmp_path / "c.gbf", "-o", tmp_path / "p.gbf", "-q")
     assert np.array_equal(gbf.load(tmp_path / "p.gbf").words(), f.projection().words())
 
@@ -313,6 +315,8 @@ def test_scaling_same_levels_and_answers_as_cli(run_cli, tmp_path, rng):
         assert np.array_equal(from_cli.level_words(level), f.level_words(level))
     assert np.array_equal(f.contains(probe), cli_answers(run_cli, tmp_path / "s.gbf", tmp_path / "probe.u64",
                                                          tmp_path))
+    rows = run_cli("query", tmp_path / "s.gbf", tmp_path / "probe.u64", "--select", "--row-numbers", "-q").stdout
+    assert f.select(probe).tolist() == [int(r) for r in rows.split()]
 
 
 def test_cuckoo_answers_and_removes_as_cli(run_cli, tmp_path, rng):
@@ -382,6 +386,8 @@ def test_kinds_one_key_answers_are_python_scalars():
         assert f.contains(7) is True and 7 in f and np.uint64(7) in f
         assert f.contains("seven") is False and "seven" not in f
         assert f.count([7, 8]) == 1
+        assert f.select(7).tolist() == [0] and f.select(8).tolist() == []
+        assert f.select(np.array([8, 7, 9, 7], dtype=np.uint64)).tolist() == [1, 3]
         with pytest.raises(TypeError):
             [7, 8] in f
 
