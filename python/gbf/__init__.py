@@ -11,11 +11,13 @@ See docs/python.md in the repository for keys, zero-copy rules, streams, errors 
 measured speed.
 """
 
-from ._errors import (AllocationError, CudaError, Error, FormatError, InvalidArgument, LayoutMismatch, NoGPU,
-                      WrongBackend)
+from ._errors import (AllocationError, CudaError, Error, FilterFull, FormatError, InvalidArgument, LayoutMismatch,
+                      NoGPU, WrongBackend)
 from . import _core
 from ._filter import Filter, FilterStats, Layout, classic_bits_per_key, gpu_status, load, size_for
 from ._device import DeviceStrings
+from ._kinds import (CountingFilter, CountingStats, CuckooFilter, CuckooStats, CuckooStatus, RemoveReport,
+                     ScalingFilter, ScalingLevel, ScalingStats)
 
 __version__ = "0.1.0"
 
@@ -25,5 +27,6 @@ has_cuda_build: bool = _core.has_cuda_build
 __all__ = [
     "Filter", "FilterStats", "Layout", "DeviceStrings", "load", "size_for", "classic_bits_per_key", "gpu_status",
     "has_cuda_build", "Error", "InvalidArgument", "LayoutMismatch", "FormatError", "NoGPU", "WrongBackend",
-    "CudaError", "AllocationError",
+    "CudaError", "AllocationError", "FilterFull", "CountingFilter", "CountingStats", "RemoveReport", "ScalingFilter",
+    "ScalingStats", "ScalingLevel", "CuckooFilter", "CuckooStats", "CuckooStatus",
 ]

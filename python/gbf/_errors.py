@@ -45,3 +45,18 @@ class AllocationError(Error, MemoryError):
     """A filter or staging buffer could not be allocated; `bytes` is the request."""
 
     bytes: int = 0
+
+
+class FilterFull(Error, RuntimeError):
+    """A filter has no room for keys: a cuckoo filter's add found no free slot for some
+    keys within max_kicks moves (the others were inserted), or a non-scaling
+    gbf.ScalingFilter would pass its capacity (nothing of that batch was inserted).
+
+    not_inserted: keys of the batch that were not inserted (0 where no batch was involved,
+        as in a merge).
+    fits: new keys the filter still takes (scaling filters; 0 for a cuckoo filter, whose
+        room depends on which keys come).
+    """
+
+    not_inserted: int = 0
+    fits: int = 0

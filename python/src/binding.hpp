@@ -7,6 +7,7 @@
 //   host_ops.cpp  host batches in chunks: GIL released, Ctrl-C between chunks
 //   device.cpp    device keys (__cuda_array_interface__, DLPack, gbf.DeviceStrings)
 //   timing.cpp    the same calls timed from C++, for `python -m gbf bench`
+//   kinds.cpp     counting, scaling and cuckoo filters (gbf.CountingFilter, ...)
 //   parquet.cpp   gbf::parquet: a file's columns, a column's filters, row-group pruning
 #pragma once
 
@@ -163,5 +164,10 @@ void bind_timing(nb::module_& m);
 
 /// _parquet_columns, _parquet_column_filters and _PrunerBase (gbf.parquet's C++ half).
 void bind_parquet(nb::module_& m);
+
+// --- Other filter kinds (kinds.cpp) --------------------------------------------------
+
+/// CountingFilterBase, ScalingFilterBase, CuckooFilterBase and their factories.
+void bind_kinds(nb::module_& m);
 
 }  // namespace gbf::python

@@ -75,6 +75,12 @@ void translate(const std::exception_ptr& p, void*) {
     raise_with("AllocationError", e.what(), "bytes", e.bytes());
   } catch (const cuda_error& e) {
     raise_with("CudaError", e.what(), "code", e.code());
+  } catch (const filter_full& e) {
+    nb::object cls = errors_module.attr("FilterFull");
+    nb::object exc = cls(e.what());
+    exc.attr("not_inserted") = e.not_inserted();
+    exc.attr("fits") = e.fits();
+    PyErr_SetObject(cls.ptr(), exc.ptr());
   } catch (const io_error& e) {
     // OSError(errno, text) picks FileNotFoundError, PermissionError, ... from errno.
     nb::object exc = nb::handle(PyExc_OSError)(e.os_error(), e.what());
@@ -423,6 +429,7 @@ void init_module(nb::module_& m) {
 
   bind_timing(m);
   bind_parquet(m);
+  bind_kinds(m);
 }
 
 }  // namespace gbf::python

@@ -1,0 +1,528 @@
+"""gbf.CountingFilter, gbf.ScalingFilter and gbf.CuckooFilter: the Python faces of
+gbf::counting_filter, gbf::scaling_filter and gbf::cuckoo_filter (docs/counting.md,
+docs/scaling.md, docs/cuckoo.md). The batch operations are the C++ ones, inherited from
+gbf._core.*FilterBase (python/src/kinds.cpp); this module adds construction, files,
+pickling and the stats dataclasses.
+
+Keys are those of gbf.Filter, read by the same code: 32- or 64-bit integers (NumPy int32,
+uint32, int64, uint64; a key hashes its little-endian bytes) or byte strings (Arrow string
+and binary arrays read in place, str as UTF-8, bytes), a list, or one key (a Python int,
+str, bytes or NumPy scalar), for which answers come back as Python scalars. Nulls (Arrow)
+are never added, removed nor found. These kinds take host keys only: a device array
+(CuPy, PyTorch, ...) raises TypeError.
+
+Errors, as for gbf.Filter: gbf.InvalidArgument (a ValueError) for bad arguments,
+gbf.FormatError for corrupt bytes or a file of another kind, OSError for files, TypeError
+for objects that are not keys, gbf.NoGPU for backend="gpu" without one, and gbf.FilterFull
+when a cuckoo filter or a non-scaling chain has no room.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from dataclasses import dataclass
+from typing import Any, List, Optional, Tuple, Union
+
+import numpy as np
+
+from . import _core
+from ._filter import Filter, Layout
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _path(target: PathLike) -> str:
+    if not isinstance(target, (str, bytes, os.PathLike)):
+        raise TypeError(f"expected a path, not {type(target).__name__}")
+    return os.fsdecode(os.fspath(target))
+
+
+def _select(found: Any) -> Any:
+    """Ascending row numbers (int64) of the keys that may be present, from contains()."""
+    return np.flatnonzero(np.atleast_1d(found)).astype(np.int64, copy=False)
+
+
+def _shape(layout: Union[None, str, Layout]) -> Layout:
+    shape = Layout.parse(layout) if isinstance(layout, str) else layout or Layout()
+    if not isinstance(shape, Layout):
+        raise TypeError(f"layout must be None, 'W/K[/SEED]' or a gbf.Layout, not {type(layout).__name__}")
+    if shape.num_blocks is not None:
+        raise ValueError("layout is a shape here (W/K/seed); the number of blocks follows from capacity and fpp")
+    return shape
+
+
+# --- Counting --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RemoveReport:
+    """What a checked remove did with a batch's non-null keys."""
+
+    removed: int  #: keys that tested present at their turn and were removed
+    refused: int  #: keys that did not test present: nothing was decremented
+
+
+@dataclass(frozen=True)
+class CountingStats:
+    """A counting filter's occupancy (CountingFilter.stats()).
+
+    counter_bits:       bits per counter (4 or 8).
+    num_counters:       counters: the layout's bit count.
+    nonzero_counters:   counters above 0 (the projection's bits set).
+    saturated_counters: counters stuck at 2**counter_bits - 1 (they never change again).
+    fill_ratio:         nonzero_counters / num_counters.
+    estimated_keys:     distinct keys held, inferred from the projection.
+    estimated_fpr:      expected false-positive rate at estimated_keys.
+    keys_added:         keys passed to add so far (duplicates included, nulls not).
+    keys_removed:       keys remove took out.
+    capacity:           keys it was sized for; None when unknown.
+    size_bytes:         bytes of the counter array.
+    bytes_per_key:      size_bytes / capacity (0 when the capacity is unknown).
+    over_capacity:      past capacity beyond the estimate's noise.
+    """
+
+    counter_bits: int
+    num_counters: int
+    nonzero_counters: int
+    saturated_counters: int
+    fill_ratio: float
+    estimated_keys: float
+    estimated_fpr: float
+    keys_added: int
+    keys_removed: int
+    capacity: Optional[int]
+    size_bytes: int
+    bytes_per_key: float
+    over_capacity: bool
+
+
+class CountingFilter(_core.CountingFilterBase):
+    """A counting blocked Bloom filter: keys can be removed (gbf::counting_filter).
+
+    CountingFilter(capacity, fpp=0.01, *, backend="auto", counter_bits=4, layout=None, threads=0)
+
+    Every bit of gbf.Filter's layout becomes a saturating counter of `counter_bits` bits
+    (4 or 8): memory is counter_bits times a gbf.Filter's of the same capacity and fpp.
+    capacity: expected distinct keys (> 0); fpp: target false-positive probability in
+    (0, 1); layout: the shape "W/K[/SEED]" or a gbf.Layout without num_blocks (default
+    8/8/0); backend: "auto", "cpu" or "gpu"; threads: CPU threads, 0 = all.
+    gbf.InvalidArgument for capacity 0, fpp outside (0, 1), counter_bits other than 4 or 8.
+
+    projection() is the gbf.Filter of the keys held: bit for bit what a gbf.Filter of the
+    same capacity, fpp and layout would hold after adding them (while no counter saturated).
+    """
+
+    def __init__(self, capacity: int, fpp: float = 0.01, *, backend: str = "auto", counter_bits: int = 4,
+                 layout: Union[None, str, Layout] = None, threads: int = 0) -> None:
+        s = _shape(layout)
+        super().__init__(_core._counting_create(int(capacity), float(fpp), backend, s.words_per_block,
+                                                s.bits_per_key, s.seed, int(counter_bits), threads))
+
+    @classmethod
+    def _adopt(cls, made: Any) -> "CountingFilter":
+        obj = cls.__new__(cls)
+        _core.CountingFilterBase.__init__(obj, made)
+        return obj
+
+    def remove(self, keys: Any, *, unchecked: bool = False, per_key: bool = False) -> Any:
+        """Removes keys (decrements the counters of their bits).
+
+        Checked (default): a key is removed only when it tests present at its turn, in batch
+        order (removing twice a key added once refuses the second); returns a RemoveReport
+        (removed, refused), or with per_key=True a NumPy bool array, removed[i] = key i was
+        removed (a bool for one key). unchecked=True decrements without testing and returns
+        None: only for keys known to be held (removing one that is not may cause false
+        negatives for other keys)."""
+        removed, refused, status = self._remove(keys, unchecked, per_key)
+        if unchecked:
+            return None
+        if per_key:
+            return status
+        return RemoveReport(int(removed or 0), int(refused or 0))
+
+    def projection(self) -> Filter:
+        """The gbf.Filter with a bit set where a counter is nonzero (same layout, backend,
+        capacity and fpp): the plain filter of the keys held, ready for save or Parquet."""
+        return Filter._adopt(self._projection())
+
+    @property
+    def layout(self) -> Layout:
+        """The layout (that of the projection)."""
+        return Layout(*self._layout)
+
+    @property
+    def capacity(self) -> Optional[int]:
+        """Keys it was sized for; None when unknown."""
+        return self._capacity or None
+
+    @property
+    def fpp(self) -> Optional[float]:
+        """Target false-positive probability; None when unknown."""
+        return self._fpp or None
+
+    def stats(self) -> CountingStats:
+        """Counters, saturation, fill, estimated keys and FPR (one pass over the counters)."""
+        s = self._stats()
+        return CountingStats(s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9] or None, s[10], s[11],
+                             s[12])
+
+    def to_bytes(self) -> bytes:
+        """The filter in gbf's container (kind counting: layout, counter width, capacity, fpp,
+        key counts, counters, checksum): what save writes and the CLI reads."""
+        return self._serialize()
+
+    def save(self, path: PathLike) -> None:
+        """Writes the filter to `path` atomically (temp file, fsync, rename); OSError."""
+        self._save(_path(path))
+
+    @classmethod
+    def from_bytes(cls, data: Any, *, backend: str = "auto", threads: int = 0) -> "CountingFilter":
+        """A counting filter from to_bytes() output; gbf.FormatError for corrupt bytes or
+        another kind (the message names it)."""
+        return cls._adopt(_core._counting_deserialize(data, backend, threads))
+
+    @classmethod
+    def load(cls, path: PathLike, *, backend: str = "auto", threads: int = 0) -> "CountingFilter":
+        """A counting filter read from `path` (checksum verified); gbf.FormatError, OSError."""
+        return cls._adopt(_core._counting_load(_path(path), backend, threads))
+
+    def select(self, keys: Any) -> Any:
+        """Row numbers (NumPy int64, ascending) of the keys that may be present: a join
+        prefilter, as gbf.Filter.select (computed from contains; nulls are never selected)."""
+        return _select(self.contains(keys))
+
+    def copy(self, backend: Optional[str] = None, *, threads: Optional[int] = None) -> "CountingFilter":
+        """A deep copy (through the file bytes: same contents, same stats) on `backend` ("cpu",
+        "gpu" or "auto"; default: the backend this filter was asked for)."""
+        return type(self).from_bytes(self.to_bytes(), backend=backend or self.requested_backend,
+                                     threads=self.threads if threads is None else threads)
+
+    def __copy__(self) -> "CountingFilter":
+        return self.copy()
+
+    def __deepcopy__(self, memo: dict) -> "CountingFilter":
+        return self.copy()
+
+    def __reduce__(self):
+        return (_unpickle_counting, (self._serialize(), self.requested_backend, self.threads))
+
+    def __repr__(self) -> str:
+        return f"<gbf.CountingFilter on {self.backend}: {self.layout}, {self.counter_bits}-bit counters>"
+
+
+def _unpickle_counting(data: bytes, backend: str, threads: int) -> CountingFilter:
+    return CountingFilter._adopt(_core._counting_deserialize(data, backend, threads))
+
+
+# --- Scaling ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScalingLevel:
+    """One level of a scaling chain (oldest first in ScalingStats.levels)."""
+
+    layout: Layout     #: its geometry (W, K and seed are the chain's)
+    capacity: int      #: keys it takes before the next level opens
+    fpp: float         #: the target it was sized for
+    keys: int          #: new keys inserted into it
+    bits_set: int      #: popcount of its bit array
+    fill_ratio: float  #: bits_set / its bits
+    fpr: float         #: its expected false-positive rate at its key count
+
+
+@dataclass(frozen=True)
+class ScalingStats:
+    """A chain's occupancy (ScalingFilter.stats()); the first five are RedisBloom's BF.INFO.
+
+    capacity:      sum of the levels' capacities.
+    size_bytes:    bytes of the levels' bit arrays.
+    num_levels:    levels opened.
+    keys_inserted: new keys inserted, all levels.
+    expansion:     growth factor of level capacities; 0 for a non-scaling chain.
+    fpp:           the bound the chain's false-positive rate stays under.
+    compound_fpr:  the chain's expected false-positive rate now: 1 - prod(1 - level fpr).
+    levels:        the levels, oldest first.
+    """
+
+    capacity: int
+    size_bytes: int
+    num_levels: int
+    keys_inserted: int
+    expansion: int
+    fpp: float
+    compound_fpr: float
+    levels: List[ScalingLevel]
+
+
+class ScalingFilter(_core.ScalingFilterBase):
+    """A Bloom filter that grows past its capacity and keeps its false-positive bound: a
+    chain of gbf filters, each `expansion` times larger and stricter (gbf::scaling_filter,
+    RedisBloom's scalable filters).
+
+    ScalingFilter(capacity, fpp=0.01, *, backend="auto", expansion=2, tightening=0.5,
+                  non_scaling=False, layout=None, threads=0)
+
+    capacity: keys level 0 takes (> 0); fpp: the bound on the chain's false-positive rate,
+    in (0, 1); expansion: level i + 1 takes expansion times the keys of level i (>= 1);
+    tightening: r in (0, 1), level i's target is fpp (1 - r) r**i; non_scaling: one level
+    at the whole fpp that never grows: an add that would pass its capacity raises
+    gbf.FilterFull (with `fits`) and inserts nothing of that chunk (batches run in chunks of
+    chunk_keys keys; keys of earlier chunks stay inserted). layout: the levels' shape
+    "W/K[/SEED]" or a gbf.Layout without num_blocks. gbf.InvalidArgument for bad values.
+
+    add counts new keys in batch order (a key already present is not inserted again) and
+    returns how many were inserted; add_new gives them per key.
+    """
+
+    def __init__(self, capacity: int, fpp: float = 0.01, *, backend: str = "auto", expansion: int = 2,
+                 tightening: float = 0.5, non_scaling: bool = False, layout: Union[None, str, Layout] = None,
+                 threads: int = 0) -> None:
+        s = _shape(layout)
+        super().__init__(_core._scaling_create(int(capacity), float(fpp), backend, s.words_per_block,
+                                               s.bits_per_key, s.seed, int(expansion), float(tightening),
+                                               bool(non_scaling), threads))
+
+    @classmethod
+    def _adopt(cls, made: Any) -> "ScalingFilter":
+        obj = cls.__new__(cls)
+        _core.ScalingFilterBase.__init__(obj, made)
+        return obj
+
+    @property
+    def capacity(self) -> int:
+        """Keys level 0 takes (the initial capacity; stats().capacity is the chain's now)."""
+        return self._config[0]
+
+    @property
+    def fpp(self) -> float:
+        """The bound on the chain's false-positive rate."""
+        return self._config[1]
+
+    @property
+    def expansion(self) -> int:
+        return self._config[2]
+
+    @property
+    def tightening(self) -> float:
+        return self._config[3]
+
+    @property
+    def non_scaling(self) -> bool:
+        return self._config[4]
+
+    @property
+    def layout(self) -> Layout:
+        """The levels' shape (W, K, seed; no num_blocks: each level has its own)."""
+        c = self._config
+        return Layout(c[5], c[6], c[7])
+
+    def stats(self) -> ScalingStats:
+        """Levels, their fill and the compound expected FPR (one popcount per level)."""
+        s = self._stats()
+        levels = [ScalingLevel(Layout(*l[0:4]), l[4], l[5], l[6], l[7], l[8], l[9]) for l in s[7]]
+        return ScalingStats(s[0], s[1], s[2], s[3], s[4], s[5], s[6], levels)
+
+    def to_bytes(self) -> bytes:
+        """The chain in gbf's container (kind scaling, every level in one checksummed file)."""
+        return self._serialize()
+
+    def save(self, path: PathLike) -> None:
+        """Writes the chain to `path` atomically; OSError."""
+        self._save(_path(path))
+
+    @classmethod
+    def from_bytes(cls, data: Any, *, backend: str = "auto", threads: int = 0) -> "ScalingFilter":
+        """A chain from to_bytes() output; gbf.FormatError."""
+        return cls._adopt(_core._scaling_deserialize(data, backend, threads))
+
+    @classmethod
+    def load(cls, path: PathLike, *, backend: str = "auto", threads: int = 0) -> "ScalingFilter":
+        """A chain read from `path` (checksum verified); gbf.FormatError, OSError."""
+        return cls._adopt(_core._scaling_load(_path(path), backend, threads))
+
+    def select(self, keys: Any) -> Any:
+        """Row numbers (NumPy int64, ascending) of the keys that may be present: a join
+        prefilter, as gbf.Filter.select (computed from contains; nulls are never selected)."""
+        return _select(self.contains(keys))
+
+    def copy(self, backend: Optional[str] = None, *, threads: Optional[int] = None) -> "ScalingFilter":
+        """A deep copy (through the file bytes: same contents, same stats) on `backend` ("cpu",
+        "gpu" or "auto"; default: the backend this filter was asked for)."""
+        return type(self).from_bytes(self.to_bytes(), backend=backend or self.requested_backend,
+                                     threads=self.threads if threads is None else threads)
+
+    def __copy__(self) -> "ScalingFilter":
+        return self.copy()
+
+    def __deepcopy__(self, memo: dict) -> "ScalingFilter":
+        return self.copy()
+
+    def __reduce__(self):
+        return (_unpickle_scaling, (self._serialize(), self.requested_backend, self.threads))
+
+    def __repr__(self) -> str:
+        return f"<gbf.ScalingFilter on {self.backend}: capacity {self.capacity:,}, fpp {self.fpp:g}>"
+
+
+def _unpickle_scaling(data: bytes, backend: str, threads: int) -> ScalingFilter:
+    return ScalingFilter._adopt(_core._scaling_deserialize(data, backend, threads))
+
+
+# --- Cuckoo ----------------------------------------------------------------------------
+
+
+class CuckooStatus(enum.IntEnum):
+    """What CuckooFilter.add(unique=True) did with each key (the uint8 values of its array)."""
+
+    SKIPPED = 0   #: a null key: nothing done
+    INSERTED = 1  #: its tag is in the table (CF.ADDNX answers 1)
+    PRESENT = 2   #: it tested present already (CF.ADDNX answers 0); nothing done
+    FAILED = 3    #: no room within max_kicks moves: not inserted
+
+
+@dataclass(frozen=True)
+class CuckooStats:
+    """A cuckoo filter's occupancy and history (CuckooFilter.stats(); RedisBloom's CF.INFO).
+
+    occupied_slots: tags in the table (duplicates included).
+    num_slots:      slots in the table.
+    load_factor:    occupied_slots / num_slots.
+    max_load:       load up to which inserts never fail for its tag width (measured).
+    estimated_fpr:  expected false-positive rate at occupied_slots.
+    capacity:       keys it was sized for; None when unknown.
+    keys_added, keys_removed, evictions, failed_inserts: totals so far.
+    over_capacity:  load_factor > max_load: inserts may now fail.
+    """
+
+    occupied_slots: int
+    num_slots: int
+    load_factor: float
+    max_load: float
+    estimated_fpr: float
+    capacity: Optional[int]
+    keys_added: int
+    keys_removed: int
+    evictions: int
+    failed_inserts: int
+    over_capacity: bool
+
+
+class CuckooFilter(_core.CuckooFilterBase):
+    """A cuckoo filter with RedisBloom's CF semantics (gbf::cuckoo_filter): keys can be
+    removed and counted.
+
+    CuckooFilter(capacity, fpp=0.01, *, backend="auto", tag_bits=0, max_kicks=20, seed=0, threads=0)
+
+    capacity: keys (> 0) it holds without failing inserts; fpp: target false-positive rate
+    in (0, 1); tag_bits: 8, 16 or 32 bits per tag, 0 = the width with the smallest table;
+    max_kicks: most moves one insert may make (CF's MAXITERATIONS); seed: the key hash's.
+    gbf.InvalidArgument for bad values.
+    """
+
+    def __init__(self, capacity: int, fpp: float = 0.01, *, backend: str = "auto", tag_bits: int = 0,
+                 max_kicks: int = _core.cuckoo_default_max_kicks, seed: int = 0, threads: int = 0) -> None:
+        super().__init__(_core._cuckoo_create(int(capacity), float(fpp), backend, int(tag_bits), int(max_kicks),
+                                              int(seed), threads))
+
+    @classmethod
+    def _adopt(cls, made: Any) -> "CuckooFilter":
+        obj = cls.__new__(cls)
+        _core.CuckooFilterBase.__init__(obj, made)
+        return obj
+
+    def add(self, keys: Any, *, unique: bool = False, deterministic: bool = False) -> Any:
+        """Adds keys.
+
+        unique=False (CF.ADD): every key is inserted (a key added twice is stored twice);
+        returns None. When some keys find no room, the others are still inserted and
+        gbf.FilterFull is raised with not_inserted = how many were not.
+        unique=True (CF.ADDNX): only keys that test absent are inserted, in batch order;
+        returns a NumPy uint8 array of CuckooStatus values per key (a CuckooStatus for one
+        key) and never raises FilterFull: failures are FAILED in the array.
+        deterministic=True: the table depends only on the table before and the batch's keys
+        (the same on CPU and GPU), not on thread timing."""
+        status = self._add(keys, unique, deterministic)
+        if unique and not hasattr(status, "shape"):
+            return CuckooStatus(status)
+        return status
+
+    def remove(self, keys: Any, *, per_key: bool = False) -> Any:
+        """CF.DEL: removes one copy of each key's tag where one is found. Returns how many
+        were removed (the others were refused: not present), or with per_key=True a NumPy
+        bool array, removed[i] = key i was removed (a bool for one key). Removing a key that
+        was never added is unsafe: when its tag collides with a present key's (probability:
+        the FPR), that key is removed instead."""
+        removed, status = self._remove(keys, per_key)
+        return status if per_key else removed
+
+    @property
+    def tag_bits(self) -> int:
+        return self._layout[0]
+
+    @property
+    def num_buckets(self) -> int:
+        return self._layout[1]
+
+    @property
+    def seed(self) -> int:
+        return self._layout[2]
+
+    @property
+    def capacity(self) -> Optional[int]:
+        return self._capacity or None
+
+    @property
+    def fpp(self) -> Optional[float]:
+        return self._fpp or None
+
+    def stats(self) -> CuckooStats:
+        """Occupancy, expected FPR and the totals (CF.INFO)."""
+        s = self._stats()
+        return CuckooStats(s[0], s[1], s[2], s[3], s[4], s[5] or None, s[6], s[7], s[8], s[9], s[10])
+
+    def to_bytes(self) -> bytes:
+        """The filter in gbf's container (kind cuckoo): what save writes and the CLI reads."""
+        return self._serialize()
+
+    def save(self, path: PathLike) -> None:
+        """Writes the filter to `path` atomically; OSError."""
+        self._save(_path(path))
+
+    @classmethod
+    def from_bytes(cls, data: Any, *, backend: str = "auto", threads: int = 0) -> "CuckooFilter":
+        """A cuckoo filter from to_bytes() output; gbf.FormatError."""
+        return cls._adopt(_core._cuckoo_deserialize(data, backend, threads))
+
+    @classmethod
+    def load(cls, path: PathLike, *, backend: str = "auto", threads: int = 0) -> "CuckooFilter":
+        """A cuckoo filter read from `path` (checksum verified); gbf.FormatError, OSError."""
+        return cls._adopt(_core._cuckoo_load(_path(path), backend, threads))
+
+    def select(self, keys: Any) -> Any:
+        """Row numbers (NumPy int64, ascending) of the keys that may be present: a join
+        prefilter, as gbf.Filter.select (computed from contains; nulls are never selected)."""
+        return _select(self.contains(keys))
+
+    def copy(self, backend: Optional[str] = None, *, threads: Optional[int] = None) -> "CuckooFilter":
+        """A deep copy (through the file bytes: same contents, same stats) on `backend` ("cpu",
+        "gpu" or "auto"; default: the backend this filter was asked for)."""
+        return type(self).from_bytes(self.to_bytes(), backend=backend or self.requested_backend,
+                                     threads=self.threads if threads is None else threads)
+
+    def __copy__(self) -> "CuckooFilter":
+        return self.copy()
+
+    def __deepcopy__(self, memo: dict) -> "CuckooFilter":
+        return self.copy()
+
+    def __reduce__(self):
+        return (_unpickle_cuckoo, (self._serialize(), self.requested_backend, self.threads))
+
+    def __repr__(self) -> str:
+        return (f"<gbf.CuckooFilter on {self.backend}: {self.tag_bits}-bit tags, "
+                f"{self.num_buckets:,} buckets>")
+
+
+def _unpickle_cuckoo(data: bytes, backend: str, threads: int) -> CuckooFilter:
+    return CuckooFilter._adopt(_core._cuckoo_deserialize(data, backend, threads))

@@ -1,0 +1,570 @@
+// The other filter kinds: gbf::counting_filter, gbf::scaling_filter and gbf::cuckoo_filter
+// as gbf._core.CountingFilterBase / ScalingFilterBase / CuckooFilterBase (gbf.CountingFilter,
+// gbf.ScalingFilter and gbf.CuckooFilter derive from them in gbf/_kinds.py).
+//
+// Keys are read by keys.cpp exactly as for gbf.Filter (NumPy, buffers, Arrow arrays and
+// streams, Python scalars and lists) and run in chunks as host_ops.cpp runs them (GIL
+// released, the filter's lock held, Ctrl-C between chunks). Device arrays are refused with
+// a TypeError: these kinds take host keys only in Python (the C++ API takes device
+// pointers; binding them is left for later).
+//
+// Nulls: the library's integer calls take no validity bitmap, so an integer chunk with
+// nulls (an Arrow array) is compacted first and per-key answers are scattered back; a null
+// key is never added, removed nor found, as in the library's string calls.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "binding.hpp"
+#include "gbf/counting_filter.hpp"
+#include "gbf/cuckoo_filter.hpp"
+#include "gbf/scaling_filter.hpp"
+#include "host_chunks.hpp"
+
+namespace gbf::python {
+namespace {
+
+using namespace nb::literals;
+
+/// A filter of kind F as Python holds it (as py_filter for gbf::filter).
+template <class F>
+struct py_kind {
+  F f;
+  std::mutex mutex;  ///< One batch at a time (a filter is not thread-safe).
+  double fpp = 0;    ///< Target fpp recorded in files (0 = unknown).
+  backend requested = backend::automatic;
+  unsigned threads = 0;
+  std::size_t chunk_keys = default_cpu_chunk_keys;
+
+  py_kind(F&& filter, double target_fpp, backend asked, unsigned cpu_threads)
+      : f(std::move(filter)), fpp(target_fpp), requested(asked), threads(cpu_threads) {
+    chunk_keys = f.where() == backend::gpu ? default_gpu_chunk_keys : default_cpu_chunk_keys;
+  }
+};
+
+/// A filter made by a factory, before it becomes a Python object (as new_filter).
+template <class F>
+struct new_kind {
+  std::optional<F> f;
+  double fpp = 0;
+  backend requested = backend::automatic;
+  unsigned threads = 0;
+};
+
+template <class F>
+new_kind<F> made(F&& f, double fpp, const std::string& where, unsigned threads) {
+  new_kind<F> n;
+  n.f.emplace(std::move(f));
+  n.fpp = fpp;
+  n.requested = parse_backend(where);
+  n.threads = threads;
+  return n;
+}
+
+template <class T>
+struct is_int_keys : std::false_type {};
+template <class T>
+struct is_int_keys<int_keys<T>> : std::true_type {};
+
+// Host keys of a batch; a device array is refused by name (host keys only here).
+host_keys host_only(nb::handle keys, const char* what) {
+  PyObject* o = keys.ptr();
+  const bool plainly_host = PyArray_Check(o) || PyLong_Check(o) || PyUnicode_Check(o) ||
+                            PyBytes_Check(o) || PyList_Check(o) || PyTuple_Check(o);
+  if (!plainly_host && is_device_array(keys))
+    throw nb::type_error((std::string(what) +
+                          ": device arrays are not supported by this filter kind in Python; "
+                          "copy the keys to host memory (NumPy, Arrow)")
+                             .c_str());
+  return read_host_keys(keys);
+}
+
+// Runs op on one chunk: op(out, key args...) with (data, n) for integers or (string_keys)
+// for strings; returns what op returns (a uint64). Integer chunks with nulls are compacted
+// and the per-key answers in `out` (may be null) scattered back, `null_value` for nulls.
+template <class Out, class Op>
+std::uint64_t apply(const key_piece& part, Out* out, Out null_value, Op&& op) {
+  return visit(part, [&](const auto& k) -> std::uint64_t {
+    using K = std::decay_t<decltype(k)>;
+    if constexpr (is_int_keys<K>::value) {
+      if (k.validity == nullptr) return op(out, k.data, k.count);
+      const auto kept = non_null(k);
+      std::unique_ptr<Out[]> kept_out(out != nullptr ? new Out[kept.size() + 1] : nullptr);
+      const std::uint64_t result = op(kept_out.get(), kept.data(), kept.size());
+      if (out != nullptr)
+        for (std::size_t i = 0, j = 0; i < k.count; ++i)
+          out[i] = valid_at(k.validity, i) ? kept_out[j++] : null_value;
+      return result;
+    } else {
+      return op(out, k);
+    }
+  });
+}
+
+// Every chunk of `keys` through op (see apply), with per-key answers into `out` (n items,
+// may be null); returns the sum of op's results.
+template <class Self, class Out, class Op>
+std::uint64_t over_chunks(Self& self, const host_keys& keys, Out* out, Out null_value, Op&& op) {
+  std::uint64_t total = 0;
+  run_chunks(self, keys, [&](const key_piece& part, std::size_t first_row) {
+    total += apply(part, out != nullptr ? out + first_row : nullptr, null_value, op);
+  });
+  return total;
+}
+
+template <class T>
+T* array_data(const nb::object& array) {
+  return static_cast<T*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(array.ptr())));
+}
+
+// A per-key answer array: its first item as a Python scalar for one key, else the array.
+nb::object per_key(const host_keys& keys, const nb::object& array) {
+  if (!keys.scalar) return array;
+  nb::object first = nb::steal(PySequence_GetItem(array.ptr(), 0));
+  if (!first.is_valid()) throw nb::python_error();
+  return first.attr("item")();  // a Python bool / int, as gbf.Filter answers one key
+}
+
+nb::bytes to_bytes(const std::vector<std::uint8_t>& v) {
+  return nb::bytes(reinterpret_cast<const char*>(v.data()), v.size());
+}
+
+struct byte_view {
+  Py_buffer view{};
+  explicit byte_view(nb::handle obj) {
+    if (PyObject_GetBuffer(obj.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) throw nb::python_error();
+  }
+  ~byte_view() { PyBuffer_Release(&view); }
+  const std::uint8_t* data() const { return static_cast<const std::uint8_t*>(view.buf); }
+  std::size_t size() const { return static_cast<std::size_t>(view.len); }
+};
+
+template <class Word>
+nb::object word_array(const std::vector<Word>& words, int type) {
+  nb::object out = new_numpy_array(words.size(), type);
+  std::copy(words.begin(), words.end(), array_data<Word>(out));
+  return out;
+}
+
+// What every kind binds the same way: construction from its _New holder, contains,
+// count, `key in f`, clear, the backend properties and chunk_keys.
+template <class F>
+nb::class_<py_kind<F>> bind_common(nb::module_& m, const char* name, const char* holder,
+                                   const char* doc) {
+  using self_t = py_kind<F>;
+  nb::class_<new_kind<F>>(m, holder, "A filter on its way to becoming a Python object (internal).");
+  nb::class_<self_t> cls(m, name, doc);
+  cls.def("__init__", [](self_t* self, new_kind<F>& source) {
+    if (!source.f) throw nb::value_error("this holder was already used");
+    new (self) self_t(std::move(*source.f), source.fpp, source.requested, source.threads);
+    source.f.reset();
+  });
+  cls.def("contains", [](self_t& self, nb::handle keys_obj) {
+    const host_keys keys = host_only(keys_obj, "contains");
+    nb::object found = new_numpy_array(keys.count, NPY_BOOL);
+    const F& f = self.f;
+    over_chunks(self, keys, array_data<bool>(found), false, [&](bool* o, const auto&... key) {
+      f.contains(key..., o);
+      return std::uint64_t{0};
+    });
+    return per_key(keys, found);
+  }, "keys"_a, "found[i] = key i may be present (NumPy bool array; a bool for one key).");
+  cls.def("__contains__", [](self_t& self, nb::handle key) {
+    const host_keys keys = host_only(key, "`key in filter`");
+    if (!keys.scalar || keys.count != 1)
+      throw nb::type_error("`key in filter` takes one key (an int, str, bytes or NumPy scalar); use contains() for a batch");
+    bool found = false;
+    const F& f = self.f;
+    over_chunks(self, keys, &found, false, [&](bool* o, const auto&... k) {
+      f.contains(k..., o);
+      return std::uint64_t{0};
+    });
+    return found;
+  }, "key"_a);
+  cls.def("count", [](self_t& self, nb::handle keys_obj) {
+    const host_keys keys = host_only(keys_obj, "count");
+    const F& f = self.f;
+    return over_chunks(self, keys, static_cast<bool*>(nullptr), false,
+                       [&](bool*, const auto&... key) { return f.count(key...); });
+  }, "keys"_a, "How many of the keys may be present (nulls never are).");
+  cls.def_prop_ro("backend", [](self_t& self) { return std::string(to_string(self.f.where())); });
+  cls.def_prop_ro("requested_backend", [](self_t& self) { return std::string(to_string(self.requested)); });
+  cls.def_prop_ro("backend_description", [](self_t& self) { return self.f.description(); });
+  cls.def_prop_ro("threads", [](self_t& self) { return self.threads; });
+  cls.def_prop_ro("_fpp", [](self_t& self) { return self.fpp; });
+  cls.def_prop_rw(
+      "chunk_keys", [](self_t& self) { return self.chunk_keys; },
+      [](self_t& self, std::size_t keys) {
+        if (keys == 0) throw nb::value_error("chunk_keys must be at least 1");
+        self.chunk_keys = (keys + 7) / 8 * 8;  // keeps validity bitmap slices byte-aligned
+      });
+  return cls;
+}
+
+template <class F, class Fn>
+auto locked(py_kind<F>& self, Fn&& fn) {
+  nb::gil_scoped_release release;
+  std::lock_guard<std::mutex> lock(self.mutex);
+  return fn();
+}
+
+nb::tuple layout_tuple(const layout& l) {
+  return nb::make_tuple(l.words_per_block, l.bits_per_key, l.seed, l.num_blocks);
+}
+
+shape make_shape(std::uint32_t w, std::uint32_t k, std::uint64_t seed) {
+  shape s;
+  s.words_per_block = w;
+  s.bits_per_key = k;
+  s.seed = seed;
+  return s;
+}
+
+// --- Counting ----------------------------------------------------------------------
+
+void bind_counting(nb::module_& m) {
+  using self_t = py_kind<counting_filter>;
+  auto cls = bind_common<counting_filter>(m, "CountingFilterBase", "_NewCounting",
+                                          "The C++ counting filter under gbf.CountingFilter.");
+  m.def("_counting_create", [](std::uint64_t capacity, double fpp, const std::string& where,
+                               std::uint32_t w, std::uint32_t k, std::uint64_t seed,
+                               std::uint32_t counter_bits, unsigned threads) {
+    return made(counting_filter::create(capacity, fpp, make_options(parse_backend(where), threads),
+                                        make_shape(w, k, seed), counter_bits),
+                fpp, where, threads);
+  });
+  m.def("_counting_deserialize", [](nb::handle data, const std::string& where, unsigned threads) {
+    byte_view bytes(data);
+    counting_file_metadata meta;
+    const options opts = make_options(parse_backend(where), threads);
+    std::optional<counting_filter> f;
+    {
+      nb::gil_scoped_release release;
+      f.emplace(deserialize_counting(bytes.data(), bytes.size(), opts, &meta));
+    }
+    return made(std::move(*f), meta.fpp, where, threads);
+  });
+  m.def("_counting_load", [](const std::string& path, const std::string& where, unsigned threads) {
+    counting_file_metadata meta;
+    const options opts = make_options(parse_backend(where), threads);
+    std::optional<counting_filter> f;
+    {
+      nb::gil_scoped_release release;
+      f.emplace(load_counting(path, opts, &meta));
+    }
+    return made(std::move(*f), meta.fpp, where, threads);
+  });
+
+  cls.def("add", [](self_t& self, nb::handle keys_obj) {
+    const host_keys keys = host_only(keys_obj, "add");
+    counting_filter& f = self.f;
+    over_chunks(self, keys, static_cast<bool*>(nullptr), false, [&](bool*, const auto&... key) {
+      f.add(key...);
+      return std::uint64_t{0};
+    });
+  }, "keys"_a, "Adds the keys: increments the counters of each key's bits (saturating at 2**counter_bits - 1).");
+  // (removed, refused, per-key array or None); unchecked: (None, None, None).
+  cls.def("_remove", [](self_t& self, nb::handle keys_obj, bool unchecked, bool want_per_key) {
+    const host_keys keys = host_only(keys_obj, "remove");
+    counting_filter& f = self.f;
+    if (unchecked) {
+      if (want_per_key) throw nb::value_error("remove: per_key is for checked removes (unchecked=False)");
+      over_chunks(self, keys, static_cast<bool*>(nullptr), false, [&](bool*, const auto&... key) {
+        f.remove_unchecked(key...);
+        return std::uint64_t{0};
+      });
+      return nb::make_tuple(nb::none(), nb::none(), nb::none());
+    }
+    std::uint64_t refused = 0;
+    nb::object removed_array = want_per_key ? new_numpy_array(keys.count, NPY_BOOL) : nb::none();
+    bool* removed_data = want_per_key ? array_data<bool>(removed_array) : nullptr;
+    const std::uint64_t removed =
+        over_chunks(self, keys, removed_data, false, [&](bool* o, const auto&... key) {
+          remove_report r;
+          if (o != nullptr) {
+            r = f.remove_with_status(key..., o);
+          } else {
+            r = f.remove(key...);
+          }
+          refused += r.refused;
+          return r.removed;
+        });
+    return nb::make_tuple(removed, refused, want_per_key ? per_key(keys, removed_array) : nb::none());
+  }, "keys"_a, "unchecked"_a, "per_key"_a);
+  cls.def("approximate_count", [](self_t& self, nb::handle keys_obj) {
+    const host_keys keys = host_only(keys_obj, "approximate_count");
+    nb::object counts = new_numpy_array(keys.count, NPY_UINT8);
+    const counting_filter& f = self.f;
+    over_chunks(self, keys, array_data<std::uint8_t>(counts), std::uint8_t{0},
+                [&](std::uint8_t* o, const auto&... key) {
+                  f.approximate_count(key..., o);
+                  return std::uint64_t{0};
+                });
+    return per_key(keys, counts);
+  }, "keys"_a, "counts[i] = the smallest counter of key i (uint8): an upper bound on its adds minus removes, until a counter saturates.");
+  cls.def("merge", [](self_t& self, self_t& other) {
+    nb::gil_scoped_release release;
+    if (&self == &other) {
+      std::lock_guard<std::mutex> lock(self.mutex);
+      self.f.merge(other.f);
+    } else {
+      std::scoped_lock lock(self.mutex, other.mutex);
+      self.f.merge(other.f);
+    }
+  }, "other"_a, "self += other, counter by counter, saturating; gbf.LayoutMismatch when the layouts or counter widths differ.");
+  cls.def("clear", [](self_t& self) { locked(self, [&] { self.f.clear(); }); },
+          "Sets every counter to zero and resets the key counts.");
+  cls.def("_stats", [](self_t& self) {
+    const counting_stats s = locked(self, [&] { return self.f.stats(); });
+    return nb::make_tuple(s.counter_bits, s.num_counters, s.nonzero_counters, s.saturated_counters,
+                          s.fill_ratio, s.estimated_keys, s.estimated_fpr, s.keys_added,
+                          s.keys_removed, s.capacity, s.size_bytes, s.bytes_per_key,
+                          s.over_capacity);
+  });
+  cls.def("counters", [](self_t& self) {
+    return word_array(locked(self, [&] { return self.f.counters(); }), NPY_UINT32);
+  }, "The counter array as uint32 words (docs/counting.md gives the packing).");
+  cls.def("_projection", [](self_t& self) {
+    new_filter n;
+    n.f.emplace(locked(self, [&] { return self.f.projection(); }));
+    n.fpp = self.fpp;
+    n.requested = self.requested;
+    n.threads = self.threads;
+    return n;
+  });
+  cls.def("_serialize", [](self_t& self) {
+    return to_bytes(locked(self, [&] { return serialize(self.f, self.fpp); }));
+  });
+  cls.def("_save", [](self_t& self, const std::string& path) {
+    locked(self, [&] { save(self.f, path, self.fpp); });
+  });
+  cls.def_prop_ro("_layout", [](self_t& self) { return layout_tuple(self.f.layout()); });
+  cls.def_prop_ro("_capacity", [](self_t& self) { return self.f.capacity(); });
+  cls.def_prop_ro("counter_bits", [](self_t& self) { return self.f.counter_bits(); });
+}
+
+// --- Scaling -----------------------------------------------------------------------
+
+void bind_scaling(nb::module_& m) {
+  using self_t = py_kind<scaling_filter>;
+  auto cls = bind_common<scaling_filter>(m, "ScalingFilterBase", "_NewScaling",
+                                         "The C++ scaling filter under gbf.ScalingFilter.");
+  m.def("_scaling_create", [](std::uint64_t capacity, double fpp, const std::string& where,
+                              std::uint32_t w, std::uint32_t k, std::uint64_t seed,
+                              std::uint32_t expansion, double tightening, bool non_scaling,
+                              unsigned threads) {
+    scaling_policy policy;
+    policy.expansion = expansion;
+    policy.tightening = tightening;
+    policy.non_scaling = non_scaling;
+    return made(scaling_filter::create(capacity, fpp, policy,
+                                       make_options(parse_backend(where), threads),
+                                       make_shape(w, k, seed)),
+                fpp, where, threads);
+  });
+  m.def("_scaling_deserialize", [](nb::handle data, const std::string& where, unsigned threads) {
+    byte_view bytes(data);
+    const options opts = make_options(parse_backend(where), threads);
+    std::optional<scaling_filter> f;
+    {
+      nb::gil_scoped_release release;
+      f.emplace(deserialize_scaling_filter(bytes.data(), bytes.size(), opts));
+    }
+    const double fpp = f->config().fpp;
+    return made(std::move(*f), fpp, where, threads);
+  });
+  m.def("_scaling_load", [](const std::string& path, const std::string& where, unsigned threads) {
+    const options opts = make_options(parse_backend(where), threads);
+    std::optional<scaling_filter> f;
+    {
+      nb::gil_scoped_release release;
+      f.emplace(load_scaling_filter(path, opts));
+    }
+    const double fpp = f->config().fpp;
+    return made(std::move(*f), fpp, where, threads);
+  });
+
+  cls.def("add", [](self_t& self, nb::handle keys_obj) {
+    const host_keys keys = host_only(keys_obj, "add");
+    scaling_filter& f = self.f;
+    return over_chunks(self, keys, static_cast<bool*>(nullptr), false,
+                       [&](bool*, const auto&... key) { return f.add(key...); });
+  }, "keys"_a, "Inserts the keys new to the chain, in batch order (opening levels as needed); returns how many. "
+               "Non-scaling: gbf.FilterFull when they would pass its capacity (that chunk inserts nothing).");
+  cls.def("add_new", [](self_t& self, nb::handle keys_obj) {
+    const host_keys keys = host_only(keys_obj, "add_new");
+    nb::object is_new = new_numpy_array(keys.count, NPY_BOOL);
+    scaling_filter& f = self.f;
+    over_chunks(self, keys, array_data<bool>(is_new), false,
+                [&](bool* o, const auto&... key) { return f.add_new(key..., o); });
+    return per_key(keys, is_new);
+  }, "keys"_a, "add, answering per key: is_new[i] = key i was inserted (absent before it; False for nulls and repeats).");
+  cls.def("merge", [](self_t& self, self_t& other) {
+    nb::gil_scoped_release release;
+    if (&self == &other) {
+      std::lock_guard<std::mutex> lock(self.mutex);
+      self.f.merge(other.f);
+    } else {
+      std::scoped_lock lock(self.mutex, other.mutex);
+      self.f.merge(other.f);
+    }
+  }, "other"_a, "self |= other, level by level; gbf.LayoutMismatch when the configs differ, gbf.FilterFull "
+                "(nothing changed) when a merged level could pass its capacity.");
+  // (capacity, size_bytes, num_levels, keys_inserted, expansion, fpp, compound_fpr,
+  //  [(W, K, seed, blocks, capacity, fpp, keys, bits_set, fill_ratio, fpr), ...])
+  cls.def("_stats", [](self_t& self) {
+    const scaling_stats s = locked(self, [&] { return self.f.stats(); });
+    nb::list levels;
+    for (const scaling_level_stats& l : s.levels)
+      levels.append(nb::make_tuple(l.level.l.words_per_block, l.level.l.bits_per_key,
+                                   l.level.l.seed, l.level.l.num_blocks, l.level.capacity,
+                                   l.level.fpp, l.level.keys, l.bits_set, l.fill_ratio, l.fpr));
+    return nb::make_tuple(s.capacity, s.size_bytes, s.num_levels, s.keys_inserted, s.expansion,
+                          s.fpp, s.compound_fpr, levels);
+  });
+  cls.def("level_words", [](self_t& self, std::size_t level) {
+    return word_array(locked(self, [&] { return self.f.level_words(level); }), NPY_UINT32);
+  }, "level"_a, "Level `level`'s bit array (oldest first) as uint32 words; InvalidArgument past the newest.");
+  cls.def("_serialize", [](self_t& self) {
+    return to_bytes(locked(self, [&] { return serialize(self.f); }));
+  });
+  cls.def("_save", [](self_t& self, const std::string& path) {
+    locked(self, [&] { save(self.f, path); });
+  });
+  cls.def_prop_ro("_config", [](self_t& self) {
+    const scaling_config& c = self.f.config();
+    return nb::make_tuple(c.initial_capacity, c.fpp, c.policy.expansion, c.policy.tightening,
+                          c.policy.non_scaling, c.s.words_per_block, c.s.bits_per_key, c.s.seed);
+  });
+}
+
+// --- Cuckoo ------------------------------------------------------------------------
+
+void bind_cuckoo(nb::module_& m) {
+  using self_t = py_kind<cuckoo_filter>;
+  auto cls = bind_common<cuckoo_filter>(m, "CuckooFilterBase", "_NewCuckoo",
+                                        "The C++ cuckoo filter under gbf.CuckooFilter.");
+  m.attr("cuckoo_default_max_kicks") = cuckoo_default_max_kicks;
+  m.def("_cuckoo_create", [](std::uint64_t capacity, double fpp, const std::string& where,
+                             std::uint32_t tag_bits, std::uint32_t max_kicks, std::uint64_t seed,
+                             unsigned threads) {
+    cuckoo_shape s;
+    s.tag_bits = tag_bits;
+    s.max_kicks = max_kicks;
+    s.seed = seed;
+    return made(cuckoo_filter::create(capacity, fpp, make_options(parse_backend(where), threads), s),
+                fpp, where, threads);
+  });
+  m.def("_cuckoo_deserialize", [](nb::handle data, const std::string& where, unsigned threads) {
+    byte_view bytes(data);
+    cuckoo_file_metadata meta;
+    const options opts = make_options(parse_backend(where), threads);
+    std::optional<cuckoo_filter> f;
+    {
+      nb::gil_scoped_release release;
+      f.emplace(deserialize_cuckoo(bytes.data(), bytes.size(), opts, &meta));
+    }
+    return made(std::move(*f), meta.fpp, where, threads);
+  });
+  m.def("_cuckoo_load", [](const std::string& path, const std::string& where, unsigned threads) {
+    cuckoo_file_metadata meta;
+    const options opts = make_options(parse_backend(where), threads);
+    std::optional<cuckoo_filter> f;
+    {
+      nb::gil_scoped_release release;
+      f.emplace(load_cuckoo(path, opts, &meta));
+    }
+    return made(std::move(*f), meta.fpp, where, threads);
+  });
+
+  // unique=False: CF.ADD over every chunk, then filter_full naming the keys of the whole
+  // batch that found no room (the others are inserted, as the library's add). unique=True:
+  // CF.ADDNX, the per-key status array (cuckoo_status values), never filter_full.
+  cls.def("_add", [](self_t& self, nb::handle keys_obj, bool unique, bool deterministic) {
+    const host_keys keys = host_only(keys_obj, "add");
+    cuckoo_add_options how;
+    how.unique = unique;
+    how.placement = deterministic ? cuckoo_placement::deterministic : cuckoo_placement::fastest;
+    cuckoo_filter& f = self.f;
+    nb::object status = unique ? new_numpy_array(keys.count, NPY_UINT8) : nb::none();
+    auto* status_data = unique ? array_data<cuckoo_status>(status) : nullptr;
+    std::uint64_t inserted = 0;
+    const std::uint64_t failed = over_chunks(
+        self, keys, status_data, cuckoo_status::skipped, [&](cuckoo_status* o, const auto&... key) {
+          const cuckoo_add_report r = f.add(key..., o, how);
+          inserted += r.inserted;
+          return r.failed;
+        });
+    if (unique) return per_key(keys, status);
+    if (failed != 0)
+      throw filter_full("add: the cuckoo filter is full: " + std::to_string(failed) + " of " +
+                            std::to_string(inserted + failed) +
+                            " keys were not inserted (no free slot within " +
+                            std::to_string(f.max_kicks()) +
+                            " moves); the other keys were inserted and every key inserted "
+                            "before is still present; a larger filter holds them",
+                        failed, 0);
+    return nb::object(nb::none());
+  }, "keys"_a, "unique"_a, "deterministic"_a);
+  // (removed, per-key array or None)
+  cls.def("_remove", [](self_t& self, nb::handle keys_obj, bool want_per_key) {
+    const host_keys keys = host_only(keys_obj, "remove");
+    cuckoo_filter& f = self.f;
+    nb::object removed_array = want_per_key ? new_numpy_array(keys.count, NPY_BOOL) : nb::none();
+    const std::uint64_t removed = over_chunks(
+        self, keys, want_per_key ? array_data<bool>(removed_array) : nullptr, false,
+        [&](bool* o, const auto&... key) { return f.remove(key..., o); });
+    return nb::make_tuple(removed, want_per_key ? per_key(keys, removed_array) : nb::none());
+  }, "keys"_a, "per_key"_a);
+  cls.def("approximate_count", [](self_t& self, nb::handle keys_obj) {
+    const host_keys keys = host_only(keys_obj, "approximate_count");
+    nb::object copies = new_numpy_array(keys.count, NPY_UINT8);
+    const cuckoo_filter& f = self.f;
+    over_chunks(self, keys, array_data<std::uint8_t>(copies), std::uint8_t{0},
+                [&](std::uint8_t* o, const auto&... key) {
+                  f.approximate_count(key..., o);
+                  return std::uint64_t{0};
+                });
+    return per_key(keys, copies);
+  }, "keys"_a, "CF.COUNT: copies[i] (uint8) = copies of key i's tag in its two buckets, an upper bound on its adds minus removes.");
+  cls.def("clear", [](self_t& self) { locked(self, [&] { self.f.clear(); }); },
+          "Empties the table (keeps layout, capacity and max_kicks; zeroes the totals).");
+  cls.def("_stats", [](self_t& self) {
+    const cuckoo_stats s = locked(self, [&] { return self.f.stats(); });
+    return nb::make_tuple(s.occupied_slots, s.num_slots, s.load_factor, s.max_load,
+                          s.estimated_fpr, s.capacity, s.keys_added, s.keys_removed, s.evictions,
+                          s.failed_inserts, s.over_capacity);
+  });
+  cls.def("words", [](self_t& self) {
+    return word_array(locked(self, [&] { return self.f.words(); }), NPY_UINT32);
+  }, "The table as uint32 words (8 per bucket; docs/cuckoo.md).");
+  cls.def("_serialize", [](self_t& self) {
+    return to_bytes(locked(self, [&] { return serialize(self.f, self.fpp); }));
+  });
+  cls.def("_save", [](self_t& self, const std::string& path) {
+    locked(self, [&] { save(self.f, path, self.fpp); });
+  });
+  cls.def_prop_ro("_layout", [](self_t& self) {
+    const cuckoo_layout& l = self.f.layout();
+    return nb::make_tuple(l.tag_bits, l.num_buckets, l.seed);
+  });
+  cls.def_prop_ro("_capacity", [](self_t& self) { return self.f.capacity(); });
+  cls.def_prop_ro("max_kicks", [](self_t& self) { return self.f.max_kicks(); });
+}
+
+}  // namespace
+
+void bind_kinds(nb::module_& m) {
+  bind_counting(m);
+  bind_scaling(m);
+  bind_cuckoo(m);
+}
+
+}  // namespace gbf::python
