@@ -595,7 +595,7 @@ int run_remove(const remove_args& args) {
   if (!is_cuckoo_file(args.target)) {
     // Says what the file is (a missing file, not a filter, ...) before saying it cannot forget.
     const file_kind kind = read_file_kind(args.target.path);
-    throw usage_error("'" + args.target.path + "' holds a " + to_string(kind) +
+    throw invalid_argument("'" + args.target.path + "' holds a " + to_string(kind) +
                       " filter, which cannot forget keys: only counting filters (create --counting) "
                       "and cuckoo filters (create --cuckoo) remove keys");
   }

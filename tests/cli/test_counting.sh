@@ -95,7 +95,7 @@ expect_err "cannot export as a Parquet SBBF"
 # --- errors ---------------------------------------------------------------------
 expect_rc 0 "$GBF" create --capacity 100 -o plain2.gbf
 expect_rc 1 "$GBF" remove plain2.gbf k.u64 --keys-format u64
-expect_err "is not a counting filter"
+expect_err "holds a plain Bloom filter, which cannot forget keys"
 expect_rc 1 "$GBF" merge c.gbf c.gbf -o m.gbf
 expect_err "holds a counting Bloom filter, not a plain Bloom filter"
 expect_rc 2 "$GBF" create --counting --capacity 100 -o y.sbbf --format parquet-sbbf

@@ -97,8 +97,8 @@ expect_rc 2 "$GBF" create --cuckoo --max-kicks 33 --capacity 10 -o x.gbf
 expect_rc 2 "$GBF" create --cuckoo --layout 4/8 --capacity 10 -o x.gbf
 expect_err "--layout shapes Bloom filters"
 expect_rc 0 "$GBF" create --capacity 1000 -o bloom.gbf
-expect_rc 2 "$GBF" remove bloom.gbf k.u64 --keys-format u64
-expect_err "not a cuckoo filter"
+expect_rc 1 "$GBF" remove bloom.gbf k.u64 --keys-format u64
+expect_err "holds a plain Bloom filter, which cannot forget keys"
 expect_rc 2 "$GBF" add bloom.gbf k.u64 --keys-format u64 --unique
 expect_err "--unique applies to cuckoo filters only"
 head -c 100 c.gbf > cut.gbf
