@@ -114,30 +114,18 @@ void counting_filter::remove_unchecked_keys(const key_batch& keys, const call_op
 
 void counting_filter::contains_keys(const key_batch& keys, bool* found,
                                     const call_options& call) const {
-  const key_batch batch = detail::check_batch(call.what, keys);
-  detail::check_results(call.what, batch, found);
-  if (batch.count == 0 && !call.async) return;
-  impl_->contains(batch, found, call);
+  detail::checked_contains(*impl_, keys, found, call);
 }
 
 std::uint64_t counting_filter::count_keys(const key_batch& keys, std::uint64_t* device_count,
                                           const call_options& call) const {
-  if (call.async && device_count == nullptr)
-    throw invalid_argument(std::string(call.what) + ": count is null");
-  const key_batch batch = detail::check_batch(call.what, keys);
-  if (batch.count == 0 && !call.async) return 0;
-  return impl_->count(batch, device_count, call);
+  return detail::checked_count(*impl_, keys, device_count, call);
 }
 
 std::uint64_t counting_filter::select_keys(const key_batch& keys, std::uint64_t* rows,
                                            std::uint64_t* device_count,
                                            const call_options& call) const {
-  if (call.async && device_count == nullptr)
-    throw invalid_argument(std::string(call.what) + ": count is null");
-  const key_batch batch = detail::check_batch(call.what, keys);
-  detail::check_results(call.what, batch, rows);
-  if (batch.count == 0 && !call.async) return 0;
-  return impl_->select(batch, rows, device_count, call);
+  return detail::checked_select(*impl_, keys, rows, device_count, call);
 }
 
 void counting_filter::approximate_count_keys(const key_batch& keys, std::uint8_t* counts,

@@ -1,6 +1,6 @@
 // Key plumbing every filter kind shares: checking a caller's batch, reading
-// it, copying a device batch to the host. The backends receive batches only
-// after check_batch has accepted them.
+// it, copying a device batch to the host, and the checked queries. The
+// backends receive batches only after check_batch has accepted them.
 #pragma once
 
 #include <cstddef>
@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "gbf/backend.hpp"
+#include "gbf/error.hpp"
 #include "gbf/keys.hpp"
 
 namespace gbf::detail {
@@ -25,6 +27,42 @@ void check_host_offsets(const char* what, const key_batch& host_keys);
 /// Throws invalid_argument unless `results` (room for keys.count answers) is
 /// non-null and in the keys' memory space: backends write answers in place.
 void check_results(const char* what, const key_batch& keys, const void* results);
+
+/// The query every filter kind answers alike: checks the batch and the answer
+/// array, skips an empty synchronous batch, and hands the rest to `backend`,
+/// which has contains(batch, found, call) (a kind's backend).
+template <class Backend>
+void checked_contains(Backend& backend, const key_batch& keys, bool* found,
+                      const call_options& call) {
+  const key_batch batch = check_batch(call.what, keys);
+  check_results(call.what, batch, found);
+  if (batch.count == 0 && !call.async) return;
+  backend.contains(batch, found, call);
+}
+
+/// count as every kind answers it (see checked_contains): an _async call
+/// needs `device_count`, where the count lands.
+template <class Backend>
+std::uint64_t checked_count(Backend& backend, const key_batch& keys, std::uint64_t* device_count,
+                            const call_options& call) {
+  if (call.async && device_count == nullptr)
+    throw invalid_argument(std::string(call.what) + ": count is null");
+  const key_batch batch = check_batch(call.what, keys);
+  if (batch.count == 0 && !call.async) return 0;
+  return backend.count(batch, device_count, call);
+}
+
+/// select as every kind answers it (see checked_count); `rows` has room for every key.
+template <class Backend>
+std::uint64_t checked_select(Backend& backend, const key_batch& keys, std::uint64_t* rows,
+                             std::uint64_t* device_count, const call_options& call) {
+  if (call.async && device_count == nullptr)
+    throw invalid_argument(std::string(call.what) + ": count is null");
+  const key_batch batch = check_batch(call.what, keys);
+  check_results(call.what, batch, rows);
+  if (batch.count == 0 && !call.async) return 0;
+  return backend.select(batch, rows, device_count, call);
+}
 
 /// Offset i of a string batch, read as int64 whatever its width.
 std::int64_t offset_at(const key_batch& keys, std::size_t i);
