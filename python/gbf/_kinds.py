@@ -22,7 +22,7 @@ from __future__ import annotations
 import enum
 import os
 from dataclasses import dataclass
-from typing import Any, List, Optional, Tuple, Union
+from typing import Any, List, Optional, Tuple, Type, TypeVar, Union
 
 import numpy as np
 
@@ -50,6 +50,60 @@ def _shape(layout: Union[None, str, Layout]) -> Layout:
     if shape.num_blocks is not None:
         raise ValueError("layout is a shape here (W/K/seed); the number of blocks follows from capacity and fpp")
     return shape
+
+
+_Kind = TypeVar("_Kind", bound="_FileBacked")
+
+
+class _FileBacked:
+    """Files, bytes, copies and pickling, which every kind does through its gbf container:
+    a kind sets _deserialize_core and _load_core (its gbf._core readers) and has
+    _serialize, _save, _adopt, requested_backend and threads from its C++ base."""
+
+    _deserialize_core: Any
+    _load_core: Any
+
+    def to_bytes(self) -> bytes:
+        """The filter in gbf's container (its kind's file: what save writes and the CLI reads)."""
+        return self._serialize()  # type: ignore[attr-defined]
+
+    def save(self, path: PathLike) -> None:
+        """Writes the filter to `path` atomically; OSError."""
+        self._save(_path(path))  # type: ignore[attr-defined]
+
+    @classmethod
+    def from_bytes(cls: Type[_Kind], data: Any, *, backend: str = "auto", threads: int = 0) -> _Kind:
+        """A filter from to_bytes() output; gbf.FormatError (also for a file of another kind)."""
+        return cls._adopt(cls._deserialize_core(data, backend, threads))  # type: ignore[attr-defined]
+
+    @classmethod
+    def load(cls: Type[_Kind], path: PathLike, *, backend: str = "auto", threads: int = 0) -> _Kind:
+        """A filter read from `path` (checksum verified); gbf.FormatError, OSError."""
+        return cls._adopt(cls._load_core(_path(path), backend, threads))  # type: ignore[attr-defined]
+
+    def select(self, keys: Any) -> Any:
+        """Row numbers (NumPy int64, ascending) of the keys that may be present: a join
+        prefilter, as gbf.Filter.select (computed from contains; nulls are never selected)."""
+        return _select(self.contains(keys))  # type: ignore[attr-defined]
+
+    def copy(self: _Kind, backend: Optional[str] = None, *, threads: Optional[int] = None) -> _Kind:
+        """A deep copy (through the file bytes: same contents, same stats) on `backend` ("cpu",
+        "gpu" or "auto"; default: the backend this filter was asked for)."""
+        return type(self).from_bytes(self.to_bytes(), backend=backend or self.requested_backend,  # type: ignore[attr-defined]
+                                     threads=self.threads if threads is None else threads)  # type: ignore[attr-defined]
+
+    def __copy__(self: _Kind) -> _Kind:
+        return self.copy()
+
+    def __deepcopy__(self: _Kind, memo: dict) -> _Kind:
+        return self.copy()
+
+    def __reduce__(self):
+        return (_unpickle, (type(self), self.to_bytes(), self.requested_backend, self.threads))  # type: ignore[attr-defined]
+
+
+def _unpickle(kind: Type[_Kind], data: bytes, backend: str, threads: int) -> _Kind:
+    return kind.from_bytes(data, backend=backend, threads=threads)
 
 
 # --- Counting --------------------------------------------------------------------------
@@ -97,7 +151,7 @@ class CountingStats:
     over_capacity: bool
 
 
-class CountingFilter(_core.CountingFilterBase):
+class CountingFilter(_FileBacked, _core.CountingFilterBase):
     """A counting blocked Bloom filter: keys can be removed (gbf::counting_filter).
 
     CountingFilter(capacity, fpp=0.01, *, backend="auto", counter_bits=4, layout=None, threads=0)
@@ -113,6 +167,9 @@ class CountingFilter(_core.CountingFilterBase):
     same capacity, fpp and layout would hold after adding them (while no counter saturated).
     """
 
+
+    _deserialize_core = staticmethod(_core._counting_deserialize)
+    _load_core = staticmethod(_core._counting_load)
     def __init__(self, capacity: int, fpp: float = 0.01, *, backend: str = "auto", counter_bits: int = 4,
                  layout: Union[None, str, Layout] = None, threads: int = 0) -> None:
         s = _shape(layout)
@@ -167,52 +224,9 @@ class CountingFilter(_core.CountingFilterBase):
         return CountingStats(s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9] or None, s[10], s[11],
                              s[12])
 
-    def to_bytes(self) -> bytes:
-        """The filter in gbf's container (kind counting: layout, counter width, capacity, fpp,
-        key counts, counters, checksum): what save writes and the CLI reads."""
-        return self._serialize()
-
-    def save(self, path: PathLike) -> None:
-        """Writes the filter to `path` atomically (temp file, fsync, rename); OSError."""
-        self._save(_path(path))
-
-    @classmethod
-    def from_bytes(cls, data: Any, *, backend: str = "auto", threads: int = 0) -> "CountingFilter":
-        """A counting filter from to_bytes() output; gbf.FormatError for corrupt bytes or
-        another kind (the message names it)."""
-        return cls._adopt(_core._counting_deserialize(data, backend, threads))
-
-    @classmethod
-    def load(cls, path: PathLike, *, backend: str = "auto", threads: int = 0) -> "CountingFilter":
-        """A counting filter read from `path` (checksum verified); gbf.FormatError, OSError."""
-        return cls._adopt(_core._counting_load(_path(path), backend, threads))
-
-    def select(self, keys: Any) -> Any:
-        """Row numbers (NumPy int64, ascending) of the keys that may be present: a join
-        prefilter, as gbf.Filter.select (computed from contains; nulls are never selected)."""
-        return _select(self.contains(keys))
-
-    def copy(self, backend: Optional[str] = None, *, threads: Optional[int] = None) -> "CountingFilter":
-        """A deep copy (through the file bytes: same contents, same stats) on `backend` ("cpu",
-        "gpu" or "auto"; default: the backend this filter was asked for)."""
-        return type(self).from_bytes(self.to_bytes(), backend=backend or self.requested_backend,
-                                     threads=self.threads if threads is None else threads)
-
-    def __copy__(self) -> "CountingFilter":
-        return self.copy()
-
-    def __deepcopy__(self, memo: dict) -> "CountingFilter":
-        return self.copy()
-
-    def __reduce__(self):
-        return (_unpickle_counting, (self._serialize(), self.requested_backend, self.threads))
-
     def __repr__(self) -> str:
         return f"<gbf.CountingFilter on {self.backend}: {self.layout}, {self.counter_bits}-bit counters>"
 
-
-def _unpickle_counting(data: bytes, backend: str, threads: int) -> CountingFilter:
-    return CountingFilter._adopt(_core._counting_deserialize(data, backend, threads))
 
 
 # --- Scaling ---------------------------------------------------------------------------
@@ -255,7 +269,7 @@ class ScalingStats:
     levels: List[ScalingLevel]
 
 
-class ScalingFilter(_core.ScalingFilterBase):
+class ScalingFilter(_FileBacked, _core.ScalingFilterBase):
     """A Bloom filter that grows past its capacity and keeps its false-positive bound: a
     chain of gbf filters, each `expansion` times larger and stricter (gbf::scaling_filter,
     RedisBloom's scalable filters).
@@ -275,6 +289,9 @@ class ScalingFilter(_core.ScalingFilterBase):
     returns how many were inserted; add_new gives them per key.
     """
 
+
+    _deserialize_core = staticmethod(_core._scaling_deserialize)
+    _load_core = staticmethod(_core._scaling_load)
     def __init__(self, capacity: int, fpp: float = 0.01, *, backend: str = "auto", expansion: int = 2,
                  tightening: float = 0.5, non_scaling: bool = False, layout: Union[None, str, Layout] = None,
                  threads: int = 0) -> None:
@@ -323,50 +340,9 @@ class ScalingFilter(_core.ScalingFilterBase):
         levels = [ScalingLevel(Layout(*l[0:4]), l[4], l[5], l[6], l[7], l[8], l[9]) for l in s[7]]
         return ScalingStats(s[0], s[1], s[2], s[3], s[4], s[5], s[6], levels)
 
-    def to_bytes(self) -> bytes:
-        """The chain in gbf's container (kind scaling, every level in one checksummed file)."""
-        return self._serialize()
-
-    def save(self, path: PathLike) -> None:
-        """Writes the chain to `path` atomically; OSError."""
-        self._save(_path(path))
-
-    @classmethod
-    def from_bytes(cls, data: Any, *, backend: str = "auto", threads: int = 0) -> "ScalingFilter":
-        """A chain from to_bytes() output; gbf.FormatError."""
-        return cls._adopt(_core._scaling_deserialize(data, backend, threads))
-
-    @classmethod
-    def load(cls, path: PathLike, *, backend: str = "auto", threads: int = 0) -> "ScalingFilter":
-        """A chain read from `path` (checksum verified); gbf.FormatError, OSError."""
-        return cls._adopt(_core._scaling_load(_path(path), backend, threads))
-
-    def select(self, keys: Any) -> Any:
-        """Row numbers (NumPy int64, ascending) of the keys that may be present: a join
-        prefilter, as gbf.Filter.select (computed from contains; nulls are never selected)."""
-        return _select(self.contains(keys))
-
-    def copy(self, backend: Optional[str] = None, *, threads: Optional[int] = None) -> "ScalingFilter":
-        """A deep copy (through the file bytes: same contents, same stats) on `backend` ("cpu",
-        "gpu" or "auto"; default: the backend this filter was asked for)."""
-        return type(self).from_bytes(self.to_bytes(), backend=backend or self.requested_backend,
-                                     threads=self.threads if threads is None else threads)
-
-    def __copy__(self) -> "ScalingFilter":
-        return self.copy()
-
-    def __deepcopy__(self, memo: dict) -> "ScalingFilter":
-        return self.copy()
-
-    def __reduce__(self):
-        return (_unpickle_scaling, (self._serialize(), self.requested_backend, self.threads))
-
     def __repr__(self) -> str:
         return f"<gbf.ScalingFilter on {self.backend}: capacity {self.capacity:,}, fpp {self.fpp:g}>"
 
-
-def _unpickle_scaling(data: bytes, backend: str, threads: int) -> ScalingFilter:
-    return ScalingFilter._adopt(_core._scaling_deserialize(data, backend, threads))
 
 
 # --- Cuckoo ----------------------------------------------------------------------------
@@ -408,7 +384,7 @@ class CuckooStats:
     over_capacity: bool
 
 
-class CuckooFilter(_core.CuckooFilterBase):
+class CuckooFilter(_FileBacked, _core.CuckooFilterBase):
     """A cuckoo filter with RedisBloom's CF semantics (gbf::cuckoo_filter): keys can be
     removed and counted.
 
@@ -420,6 +396,9 @@ class CuckooFilter(_core.CuckooFilterBase):
     gbf.InvalidArgument for bad values.
     """
 
+
+    _deserialize_core = staticmethod(_core._cuckoo_deserialize)
+    _load_core = staticmethod(_core._cuckoo_load)
     def __init__(self, capacity: int, fpp: float = 0.01, *, backend: str = "auto", tag_bits: int = 0,
                  max_kicks: int = _core.cuckoo_default_max_kicks, seed: int = 0, threads: int = 0) -> None:
         super().__init__(_core._cuckoo_create(int(capacity), float(fpp), backend, int(tag_bits), int(max_kicks),
@@ -481,48 +460,7 @@ class CuckooFilter(_core.CuckooFilterBase):
         s = self._stats()
         return CuckooStats(s[0], s[1], s[2], s[3], s[4], s[5] or None, s[6], s[7], s[8], s[9], s[10])
 
-    def to_bytes(self) -> bytes:
-        """The filter in gbf's container (kind cuckoo): what save writes and the CLI reads."""
-        return self._serialize()
-
-    def save(self, path: PathLike) -> None:
-        """Writes the filter to `path` atomically; OSError."""
-        self._save(_path(path))
-
-    @classmethod
-    def from_bytes(cls, data: Any, *, backend: str = "auto", threads: int = 0) -> "CuckooFilter":
-        """A cuckoo filter from to_bytes() output; gbf.FormatError."""
-        return cls._adopt(_core._cuckoo_deserialize(data, backend, threads))
-
-    @classmethod
-    def load(cls, path: PathLike, *, backend: str = "auto", threads: int = 0) -> "CuckooFilter":
-        """A cuckoo filter read from `path` (checksum verified); gbf.FormatError, OSError."""
-        return cls._adopt(_core._cuckoo_load(_path(path), backend, threads))
-
-    def select(self, keys: Any) -> Any:
-        """Row numbers (NumPy int64, ascending) of the keys that may be present: a join
-        prefilter, as gbf.Filter.select (computed from contains; nulls are never selected)."""
-        return _select(self.contains(keys))
-
-    def copy(self, backend: Optional[str] = None, *, threads: Optional[int] = None) -> "CuckooFilter":
-        """A deep copy (through the file bytes: same contents, same stats) on `backend` ("cpu",
-        "gpu" or "auto"; default: the backend this filter was asked for)."""
-        return type(self).from_bytes(self.to_bytes(), backend=backend or self.requested_backend,
-                                     threads=self.threads if threads is None else threads)
-
-    def __copy__(self) -> "CuckooFilter":
-        return self.copy()
-
-    def __deepcopy__(self, memo: dict) -> "CuckooFilter":
-        return self.copy()
-
-    def __reduce__(self):
-        return (_unpickle_cuckoo, (self._serialize(), self.requested_backend, self.threads))
-
     def __repr__(self) -> str:
         return (f"<gbf.CuckooFilter on {self.backend}: {self.tag_bits}-bit tags, "
                 f"{self.num_buckets:,} buckets>")
 
-
-def _unpickle_cuckoo(data: bytes, backend: str, threads: int) -> CuckooFilter:
-    return CuckooFilter._adopt(_core._cuckoo_deserialize(data, backend, threads))
