@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "kernels/block_sort.cuh"
 #include "kernels/bloom.cuh"
 #include "kernels/keys.cuh"
 #include "kernels/launch.cuh"
@@ -68,30 +69,6 @@ __global__ void __launch_bounds__(block_threads)
   }
 }
 
-constexpr std::size_t scratch_alignment = 256;
-
-constexpr std::size_t aligned(std::size_t bytes) {
-  return (bytes + scratch_alignment - 1) / scratch_alignment * scratch_alignment;
-}
-
-// Bits the block indices of `l` occupy: the radix sort skips the rest.
-int block_index_bits(const layout& l) {
-  int bits = 0;
-  while (bits < 32 && ((l.num_blocks - 1) >> bits) != 0) ++bits;
-  return bits;
-}
-
-// Temporary bytes of CUB's radix sort for `n` pairs over `bits` key bits.
-std::size_t sort_temp_bytes(std::size_t n, int bits) {
-  if (bits == 0) return 0;  // one block: every key is in block 0, nothing to sort
-  std::size_t bytes = 0;
-  cub::DoubleBuffer<std::uint32_t> blocks(nullptr, nullptr);
-  cub::DoubleBuffer<std::uint32_t> positions(nullptr, nullptr);
-  GBF_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, bytes, blocks, positions,
-                                               static_cast<int>(n), 0, bits));
-  return bytes;
-}
-
 void check_batch_size(std::size_t n) {
   if (n > add_new_max_keys) throw invalid_argument("add_new takes at most 2^30 keys per launch");
 }
@@ -102,7 +79,7 @@ std::size_t add_new_scratch_bytes(const layout& l, std::size_t max_keys) {
   check_batch_size(max_keys);
   return aligned(max_keys * sizeof(std::uint64_t)) +
          4 * aligned(max_keys * sizeof(std::uint32_t)) +
-         aligned(sort_temp_bytes(max_keys, block_index_bits(l)));
+         aligned(sort_temp_bytes(max_keys, block_index_bits(l.num_blocks)));
 }
 
 void add_new(const layout& l, std::uint32_t* words, const key_batch& keys, bool* is_new,
@@ -121,7 +98,7 @@ void add_new(const layout& l, std::uint32_t* words, const key_batch& keys, bool*
   cub::DoubleBuffer<std::uint32_t> blocks(region(0), region(1));
   cub::DoubleBuffer<std::uint32_t> positions(region(2), region(3));
   void* sort_temp = base + 4 * array_bytes;
-  const int bits = block_index_bits(l);
+  const int bits = block_index_bits(l.num_blocks);
 
   hash_keys(keys, l.seed, hashes, stream);
   dispatch_words_per_block(l.words_per_block, [&](auto w) {

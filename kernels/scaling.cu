@@ -11,6 +11,7 @@
 
 #include <string>
 
+#include "kernels/block_sort.cuh"
 #include "kernels/launch.cuh"
 #include "kernels/scaling.cuh"
 
@@ -177,30 +178,6 @@ __global__ void __launch_bounds__(block_threads)
                      bool* __restrict__ keep) {
   for (std::size_t t = first_index(); t < n; t += grid_stride())
     keep[sorted_indices[t]] = t == 0 || sorted_hashes[t] != sorted_hashes[t - 1];
-}
-
-constexpr std::size_t scratch_alignment = 256;
-
-constexpr std::size_t aligned(std::size_t bytes) {
-  return (bytes + scratch_alignment - 1) / scratch_alignment * scratch_alignment;
-}
-
-// Bits the block indices of a level of `num_blocks` blocks occupy.
-int block_index_bits(std::uint64_t num_blocks) {
-  int bits = 0;
-  while (bits < 32 && ((num_blocks - 1) >> bits) != 0) ++bits;
-  return bits;
-}
-
-template <class Key>
-std::size_t sort_temp_bytes(std::size_t n, int bits) {
-  if (bits == 0 || n == 0) return 0;
-  std::size_t bytes = 0;
-  cub::DoubleBuffer<Key> keys(nullptr, nullptr);
-  cub::DoubleBuffer<std::uint32_t> values(nullptr, nullptr);
-  GBF_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys, values, static_cast<int>(n),
-                                               0, bits));
-  return bytes;
 }
 
 void check_slice(std::size_t n, const char* what) {
