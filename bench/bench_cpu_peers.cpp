@@ -1,6 +1,6 @@
 // gbf's CPU backend beside the best CPU blocked Bloom filters, in one run, on
-// the same keys, at the same size (so the same bits per key). docs/performance.md,
-// "CPU: gbf against its peers", has the results and how to fetch the peers.
+// the same keys, at the same size (so the same bits per key). docs/cpu.md
+// has the results and how to fetch the peers.
 //
 //   gbf_bench_cpu_peers [--cases l2,1e7,1e8,llc] [--repeat N] [--sections ...]
 //

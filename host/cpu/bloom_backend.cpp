@@ -24,7 +24,7 @@
 // over key ranges) is the alternative: a lock-prefixed OR per word drains the
 // store buffer and stops a core overlapping its cache misses
 // (bench/bench_cpu_peers.cpp measures it beside this design;
-// docs/performance.md has the numbers).
+// docs/cpu.md has the numbers).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -63,11 +63,21 @@ using cpu::stored_hashes;
 
 __extension__ typedef unsigned __int128 uint128;  // GCC and Clang; -Wpedantic-clean
 
-/// add's threads partition this many keys at a time: round 1's scratch (8
-/// bytes a key and owner, 13 with is_new: up to 8 MiB with 4 owners) then stays
-/// in the last-level cache until round 2 reads it, and stays small whatever the
-/// batch size; chunks run one after another, which keeps batch order.
-constexpr std::uint64_t partition_chunk_keys = std::uint64_t{1} << 18;
+/// add's threads partition a chunk of keys at a time; chunks run one after
+/// another, which keeps batch order. Each chunk costs two rounds of threads
+/// (a start and a join each): on a shared, loaded machine a round waits for
+/// its last thread to be scheduled, so a batch takes about 8 chunks, at
+/// least 2^18 keys (round 1's scratch then stays in the last-level cache
+/// until round 2 reads it) and at most 64 MiB of scratch (8 bytes a key and
+/// owner column, 13 with is_new).
+constexpr std::uint64_t min_chunk_keys = std::uint64_t{1} << 18;
+constexpr std::uint64_t max_chunk_cells = std::uint64_t{1} << 23;
+constexpr std::uint64_t chunks_per_batch = 8;
+
+inline std::uint64_t chunk_keys_for(std::uint64_t batch, unsigned columns) {
+  const std::uint64_t most = std::max(min_chunk_keys, max_chunk_cells / columns);
+  return std::min(batch, std::clamp(batch / chunks_per_batch, min_chunk_keys, most));
+}
 
 /// Owners up to which round 1 keeps one cursor per owner in registers
 /// (partition_fused); beyond, it counting-sorts (partition_sorted).
@@ -273,8 +283,8 @@ class cpu_bloom final : public bloom_backend {
       return;
     }
     const bool answers = results != nullptr;
-    const std::uint64_t chunk_cap = std::min<std::uint64_t>(keys.count, partition_chunk_keys);
     const bool few = parts <= max_fused_owners;
+    const std::uint64_t chunk_cap = chunk_keys_for(keys.count, few ? parts : 1);
     scratch_.reserve(chunk_cap, few ? parts : 1, !few, answers);
     const block_owner owner_of(parts, layout_.num_blocks);
     // Bucket (p, o): the keys of range p that owner o applies, in batch order.

@@ -84,8 +84,8 @@ struct key_range {
 /// tracks 16 to 24 L1 misses at once on recent x86 (line fill buffers / miss
 /// address buffers; AMD Zen 3: 24), and the prefetches of a window must also
 /// cover the time it takes to hash and visit the keys in between, hence a
-/// little more than the buffers (docs/performance.md, "CPU: gbf against its
-/// peers", has the misses in flight this reaches).
+/// little more than the buffers (docs/cpu.md has the misses in flight this
+/// reaches).
 inline constexpr std::size_t prefetch_distance = 24;
 
 /// The keys the general (null-skipping, block-owning) path hashes before it
