@@ -68,8 +68,10 @@ __extension__ typedef unsigned __int128 uint128;  // GCC and Clang; -Wpedantic-c
 /// (a start and a join each): on a shared, loaded machine a round waits for
 /// its last thread to be scheduled, so a batch takes about 8 chunks, at
 /// least 2^18 keys (round 1's scratch then stays in the last-level cache
-/// until round 2 reads it) and at most 64 MiB of scratch (8 bytes a key and
-/// owner column, 13 with is_new).
+/// until round 2 reads it) and at most 2^23 cells of 8 bytes: `columns` is the
+/// owner columns (partition_fused) or 2 (partition_sorted's hashes and
+/// sorted copy), so scratch stays near 64 MiB, 104 MiB with is_new (5 more
+/// bytes a cell), whatever the batch size.
 constexpr std::uint64_t min_chunk_keys = std::uint64_t{1} << 18;
 constexpr std::uint64_t max_chunk_cells = std::uint64_t{1} << 23;
 constexpr std::uint64_t chunks_per_batch = 8;
@@ -284,7 +286,7 @@ class cpu_bloom final : public bloom_backend {
     }
     const bool answers = results != nullptr;
     const bool few = parts <= max_fused_owners;
-    const std::uint64_t chunk_cap = chunk_keys_for(keys.count, few ? parts : 1);
+    const std::uint64_t chunk_cap = chunk_keys_for(keys.count, few ? parts : 2);
     scratch_.reserve(chunk_cap, few ? parts : 1, !few, answers);
     const block_owner owner_of(parts, layout_.num_blocks);
     // Bucket (p, o): the keys of range p that owner o applies, in batch order.
