@@ -40,6 +40,7 @@
 #include "cli/bench_report.hpp"
 #include "cli/bench_rows.hpp"
 #include "cli/commands.hpp"
+#include "cli/cpu_caches.hpp"
 #include "cli/device_memory.hpp"
 #include "cli/stopwatch.hpp"
 #include "cli/synthetic_keys.hpp"
@@ -360,13 +361,47 @@ std::vector<std::uint64_t> batches_of(const bench_options& opts) {
   return batches;
 }
 
+/// Where a filter of `bytes` sits against this CPU's caches.
+std::string where_in_caches(std::uint64_t bytes, const cpu_caches& caches) {
+  if (caches.llc_bytes == 0) return "caches unknown";
+  if (caches.l2_bytes != 0 && bytes <= caches.l2_bytes) return "in L2";
+  if (bytes <= caches.llc_bytes) return "in L" + std::to_string(caches.llc_level);
+  char text[64];
+  std::snprintf(text, sizeof text, "beyond the L%u, %.1fx", caches.llc_level,
+                static_cast<double>(bytes) / static_cast<double>(caches.llc_bytes));
+  return text;
+}
+
+/// The default filter sizes, from this CPU's caches read at run time (a fixed
+/// "64 MiB beyond the caches" is inside a 260 MiB L3): half the L2, a power of
+/// two (at least 1/16 MiB), and 4x the last-level cache rounded up to a whole
+/// MiB, or the largest that fits host memory beside its copy (2 filters + 512
+/// MiB, as fit_in_host_memory counts). --full adds 512 and 4096 MiB. Caches
+/// unknown: 1 and 64 MiB.
+std::vector<double> default_mibs(bool full, const cpu_caches& caches) {
+  std::vector<double> mibs;
+  if (caches.llc_bytes == 0 || caches.l2_bytes == 0) {
+    mibs = {1, 64};
+  } else {
+    double in_l2 = 1.0 / 16;
+    while (in_l2 * 2 * 1048576.0 <= static_cast<double>(caches.l2_bytes) / 2) in_l2 *= 2;
+    double beyond = std::ceil(4.0 * static_cast<double>(caches.llc_bytes) / 1048576.0);
+    if (const std::uint64_t avail = host_available_bytes(); avail != 0) {
+      const double most = std::floor((static_cast<double>(avail) * 0.9 - 512.0 * 1048576.0) / 2 / 1048576.0);
+      if (most >= 1 && most < beyond) beyond = most;
+    }
+    mibs = {in_l2, beyond};
+  }
+  if (full) mibs.insert(mibs.end(), {512, 4096});
+  return mibs;
+}
+
 /// One case per distinct --filter-mib size, ascending (the defaults when none are given).
 std::vector<filter_case> cases_of(const bench_options& opts) {
-  std::vector<std::string> text = opts.filter_mib;
-  if (text.empty())
-    text = opts.full ? std::vector<std::string>{"1", "64", "512", "4096"} : std::vector<std::string>{"1", "64"};
+  const cpu_caches caches = read_cpu_caches();
   std::vector<double> mibs;
-  for (const std::string& t : text) mibs.push_back(parse_mib(t));
+  if (opts.filter_mib.empty()) mibs = default_mibs(opts.full, caches);
+  for (const std::string& t : opts.filter_mib) mibs.push_back(parse_mib(t));
   std::sort(mibs.begin(), mibs.end());
   mibs.erase(std::unique(mibs.begin(), mibs.end()), mibs.end());
   std::vector<filter_case> cases;
@@ -379,6 +414,7 @@ std::vector<filter_case> cases_of(const bench_options& opts) {
     c.capacity = capacity_for(c.shape, opts.fpp);
     if (c.capacity == 0) throw usage_error("--filter-mib " + mib_text(mib) + ": too small to hold any key at --fpp");
     c.predicted_fpr = expected_fpr(c.shape, static_cast<double>(c.capacity));
+    c.where = where_in_caches(c.shape.size_bytes(), caches);
     cases.push_back(c);
   }
   return cases;

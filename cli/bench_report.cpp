@@ -70,6 +70,10 @@ void print_header(const sweep& run, const machine& m, const std::vector<std::str
                                            : ("none (" + m.gpu.description + "); CPU rows only").c_str());
   std::printf("layout: %s per filter below; contains rows fill the filter to its capacity at fpp %g\n",
               to_string(run.cases.front().shape).c_str(), run.fpp);
+  std::printf("filters against this CPU's caches (read at run time):");
+  for (const filter_case& c : run.cases)
+    std::printf(" %s %s;", mib_text(c.mib).c_str(), c.where.c_str());
+  std::printf("\n");
   std::printf("backends:");
   for (const engine e : run.engines) std::printf(" %s", id_of(e));
   std::printf("  (cpu1: 1 CPU thread; cpu: %u threads; gpu-device: keys in device memory; gpu-host: keys "

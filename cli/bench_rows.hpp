@@ -48,6 +48,7 @@ struct filter_case {
   layout shape;                ///< The default layout with that many bytes.
   std::uint64_t capacity = 0;  ///< Keys contains rows fill it with: the most --fpp allows.
   double predicted_fpr = 0;    ///< expected_fpr(shape, capacity).
+  std::string where;           ///< Against this CPU's caches: "in L2", "beyond the LLC (4.0x)", ...
 };
 
 /// The time of one call, from --repeat runs.

@@ -220,7 +220,7 @@ int main(int argc, char** argv) {
       "bench", "CPU vs GPU: keys/s over batch and filter sizes, FPR, verification, crossover");
   bench_cmd->add_option("--batches", bench.batches, "Batch sizes, e.g. 1e3,1e5 (default 1e3..1e7; --full 1e3..1e9)")
       ->delimiter(',');
-  bench_cmd->add_option("--filter-mib", bench.filter_mib, "Filter sizes in MiB (default 1,64; --full 1,64,512,4096)")
+  bench_cmd->add_option("--filter-mib", bench.filter_mib, "Filter sizes in MiB (default: half the L2 and 4x the last-level cache, read at run time; --full adds 512,4096)")
       ->delimiter(',');
   bench_cmd->add_option("--ops", bench.ops, "Operations: add,contains (default both)")
       ->delimiter(',')->check(CLI::IsMember({"add", "contains"}));

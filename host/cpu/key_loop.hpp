@@ -77,20 +77,87 @@ struct key_range {
   std::size_t validity_bit;
 };
 
-/// Keys hashed and prefetched before the first of them is visited. A filter
-/// larger than the caches costs one DRAM miss per key; issuing a group's misses
-/// together overlaps them. 16 is about the misses one core can keep in flight
-/// (its line fill buffers: 12 to 16 on recent x86 cores).
+/// How many keys ahead of the one being visited the loop hashes and prefetches.
+/// A filter larger than the caches costs one DRAM miss per key; keeping this
+/// many misses in flight all the time (not a group at a time, which drains to
+/// zero before each next group) is what lets one core overlap them. A core
+/// tracks 16 to 24 L1 misses at once on recent x86 (line fill buffers / miss
+/// address buffers; AMD Zen 3: 24), and the prefetches of a window must also
+/// cover the time it takes to hash and visit the keys in between, hence a
+/// little more than the buffers (docs/cpu.md has the misses in flight this
+/// reaches).
+inline constexpr std::size_t prefetch_distance = 24;
+
+/// The keys the general (null-skipping, block-owning) path hashes before it
+/// visits the first of them.
 inline constexpr std::size_t prefetch_group = 16;
 
+namespace key_loop_detail {
+
+/// Prefetches the 64-byte lines of [first, first + bytes).
+inline void prefetch_lines(const void* first, std::size_t bytes) {
+  const auto* line = static_cast<const char*>(first);
+  for (std::size_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(line + offset);
+}
+
+/// Every key of [begin, end) visited in order, key i hashed and prefetched
+/// while key i - prefetch_distance is visited (a software pipeline: a ring of
+/// the last prefetch_distance hashes and block addresses).
+template <class Hashes, class AddressOf, class Visit>
+inline void for_each_dense_key(const key_range<Hashes>& range, const AddressOf& address_of,
+                               const Visit& visit, std::size_t prefetch_bytes) {
+  constexpr std::size_t d = prefetch_distance;
+  using address = decltype(address_of(std::uint64_t{0}));
+  std::uint64_t ring_hash[d];
+  address ring_block[d];
+  const std::size_t begin = range.begin;
+  const std::size_t end = range.end;
+  const std::size_t warm_end = end - begin > d ? begin + d : end;
+  std::size_t i = begin;
+  std::size_t slot = 0;
+  for (; i < warm_end; ++i, ++slot) {
+    const std::uint64_t h = range.hash_of(i);
+    const address a = address_of(block_index(h, range.num_blocks));
+    prefetch_lines(a, prefetch_bytes);
+    ring_hash[slot] = h;
+    ring_block[slot] = a;
+  }
+  slot = 0;
+  for (; i < end; ++i) {
+    // The slot holds key i - d; it then takes key i.
+    visit(i - d, ring_hash[slot], ring_block[slot]);
+    const std::uint64_t h = range.hash_of(i);
+    const address a = address_of(block_index(h, range.num_blocks));
+    prefetch_lines(a, prefetch_bytes);
+    ring_hash[slot] = h;
+    ring_block[slot] = a;
+    slot = slot + 1 == d ? 0 : slot + 1;
+  }
+  // The last min(d, end - begin) keys, oldest first.
+  const std::size_t left = i - begin < d ? i - begin : d;
+  for (std::size_t j = end - left; j < end; ++j) {
+    visit(j, ring_hash[slot], ring_block[slot]);
+    slot = slot + 1 == d ? 0 : slot + 1;
+  }
+}
+
+}  // namespace key_loop_detail
+
 /// Calls visit(i, hash, block_address) for each non-null key i of the range
-/// whose block it owns, in batch order (sequential semantics rely on it), one
-/// prefetched group at a time. `address_of(block)` is where a block starts;
-/// the loop prefetches `prefetch_bytes` from there (a kind whose blocks span
-/// several 64-byte lines, as the counting filter's do, asks for all of them).
+/// whose block it owns, in batch order (sequential semantics rely on it), with
+/// the blocks of the keys ahead prefetched. `address_of(block)` is where a
+/// block starts; the loop prefetches `prefetch_bytes` from there (a kind whose
+/// blocks span several 64-byte lines, as the counting filter's do, asks for
+/// all of them).
 template <class Hashes, class AddressOf, class Visit>
 void for_each_key(const key_range<Hashes>& range, const AddressOf& address_of,
                   const Visit& visit, std::size_t prefetch_bytes = 64) {
+  if (range.begin >= range.end) return;
+  if (range.validity == nullptr && range.first_block == 0 &&
+      range.owned_blocks >= range.num_blocks) {
+    key_loop_detail::for_each_dense_key(range, address_of, visit, prefetch_bytes);
+    return;
+  }
   for (std::size_t group_begin = range.begin; group_begin < range.end;
        group_begin += prefetch_group) {
     const std::size_t group_end = std::min(group_begin + prefetch_group, range.end);
@@ -111,11 +178,8 @@ void for_each_key(const key_range<Hashes>& range, const AddressOf& address_of,
       // per key (each owns a random 1/T of them).
       queued += b - range.first_block < range.owned_blocks ? 1 : 0;
     }
-    for (std::size_t q = 0; q < queued; ++q) {
-      const auto* first = reinterpret_cast<const char*>(block[q]);
-      for (std::size_t offset = 0; offset < prefetch_bytes; offset += 64)
-        __builtin_prefetch(first + offset);
-    }
+    for (std::size_t q = 0; q < queued; ++q)
+      key_loop_detail::prefetch_lines(block[q], prefetch_bytes);
     for (std::size_t q = 0; q < queued; ++q) visit(index[q], hash[q], block[q]);
   }
 }

@@ -1,6 +1,7 @@
 // Writing a CPU batch with threads that each own a slice of the blocks, for
-// every filter kind whose writes must be exact without atomics (the plain
-// filter's add and add_new, the counting filter's add and removes).
+// the counting filter's add and removes, whose writes must be exact without
+// atomics. (The plain filter's add partitions the batch by owner after one
+// hashing pass instead: host/cpu/bloom_backend.cpp.)
 //
 // Blocks are independent, so thread t owns blocks [t*B/T, (t+1)*B/T), reads
 // the hashes of the whole batch in order and handles the keys that land in its

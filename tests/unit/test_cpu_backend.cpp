@@ -262,6 +262,46 @@ TEST(CpuBackend, AddNewAnswersLikeTheSequentialLoop) {
   check_add_new_is_sequential<std::uint64_t>(l, 4, threaded_batch);
 }
 
+// Threaded add partitions each chunk of 2^18 keys by owner: up to 4 owners
+// with one register cursor each, more by a counting sort. 2..6 threads cover
+// both, a batch of several chunks covers the chunk loop, and an Arrow validity
+// bitmap covers the null-skipping paths: the words and the is_new answers must
+// be those of the sequential loop, and nulls must be answered false.
+TEST(CpuBackend, ThreadedAddWithNullsOverManyChunksAnswersLikeTheSequentialLoop) {
+  const layout l = with_blocks(all_geometries().front(), 4093);  // few blocks: many repeats
+  const std::size_t n = 600'001;                                 // 3 chunks
+  const auto keys = random_keys<std::uint64_t>(n, 40);
+  const std::vector<std::uint8_t> validity = gbf::test::random_validity(n + 3, 41);
+  key_batch batch = batch_of(keys);
+  batch.validity = validity.data();
+  batch.validity_bit = 3;
+  reference_filter reference(l);
+  std::vector<bool> expected(n);
+  for (std::size_t i = 0; i < n; ++i)
+    expected[i] = key_valid(batch.validity, batch.validity_bit, i) && reference.add(keys[i]);
+  for (const unsigned threads : {2u, 3u, 4u, 5u, 6u}) {
+    SCOPED_TRACE("threads=" + std::to_string(threads));
+    auto filter = make(l, cpu_simd::automatic, threads);
+    answers is_new = gbf::test::bools(n);
+    filter->add(batch, is_new.get(), sync_call);
+    std::size_t mismatches = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      if (is_new[i] != expected[i] && ++mismatches <= 5) ADD_FAILURE() << "is_new[" << i << "]";
+    EXPECT_EQ(mismatches, 0u);
+    EXPECT_EQ(words_of(*filter, l), reference.words);
+
+    auto plain = make(l, cpu_simd::automatic, threads);  // add without is_new
+    plain->add(batch, nullptr, sync_call);
+    EXPECT_EQ(words_of(*plain, l), reference.words);
+    const answers found = contains_of(*plain, keys);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (key_valid(batch.validity, batch.validity_bit, i)) {
+        ASSERT_TRUE(found[i]) << "false negative " << i;
+      }
+    }
+  }
+}
+
 TEST(CpuBackend, CombineIsWordwiseOrAndAnd) {
   const layout l = with_blocks(layout{}, 777);
   const auto a_keys = random_keys<std::uint64_t>(3000, 40);
