@@ -1,13 +1,23 @@
 // `gbf bench`, the runner: options, the filter sizes that fit, and the rows.
 //
-// For every filter size (an exact layout of that many bytes) and every engine:
+// For every filter size (an exact layout of that many bytes), every kind
+// (--kinds: the plain gbf::filter, the gbf::counting_filter of the same layout
+// with 4-bit counters) and every engine:
 //   add rows      the filter is cleared, then a batch of keys is added; every
-//                 added key must be found afterwards and the bits must equal
-//                 those a CPU built from the same keys;
+//                 added key must be found afterwards and the bits (counters)
+//                 must equal those a CPU built from the same keys. A counting
+//                 add is undone, untimed, before the next timed call, so the
+//                 batch ends up added once whatever the number of calls;
 //   contains rows the filter is filled with `capacity` keys (the most its size
 //                 holds at --fpp, found by bisection on expected_fpr), then a
 //                 batch of keys that were never added is probed: every hit is a
-//                 false positive, compared with expected_fpr(layout, capacity).
+//                 false positive, compared with expected_fpr(layout, capacity);
+//   remove rows   (counting only; remove = checked, remove-unchecked) filled as
+//                 for contains, each timed call removes a batch of keys that an
+//                 untimed add put in just before: a checked remove must remove
+//                 every key and refuse none, the counters must come back to the
+//                 fill's (unless the batch saturated some: said, not failed),
+//                 and no fill key may go missing.
 // Keys are SplitMix64 (a bijection) over disjoint counter ranges, so fill
 // keys, add keys and probe keys are distinct. Each row is timed as the median
 // of --repeat runs after a warm-up; a run repeats the call until it lasts at
@@ -17,7 +27,9 @@
 // default) is the reference: later engines must hold the same bits after the
 // same adds and the same fill, and give the same answers. A GPU row never
 // takes its reference from a GPU: without a CPU row it is built on the CPU.
-// GPU contains rows are also recomputed on the CPU with filter::verify_contains.
+// GPU contains rows are also recomputed on the CPU (filter::verify_contains; a
+// CPU copy of the counting filter). The counting kind's filled projection and
+// contains answers must also equal the plain kind's when both ran.
 //
 // The speedups, fits and crossovers are cli/bench_analysis.hpp; the table,
 // JSON and plot cli/bench_report.hpp.
@@ -34,6 +46,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "cli/bench_analysis.hpp"
@@ -45,6 +58,8 @@
 #include "cli/stopwatch.hpp"
 #include "cli/synthetic_keys.hpp"
 #include "cli/text.hpp"
+#include "gbf/counting_filter.hpp"
+#include "gbf/counting_layout.hpp"
 #include "gbf/detail/splitmix64.hpp"
 #include "gbf/filter.hpp"
 
@@ -71,6 +86,33 @@ timing time_op(F&& op, unsigned repeat) {
                          for (std::uint64_t c = 0; c < t.calls_per_run; ++c) op();
                        }) /
                        static_cast<double>(t.calls_per_run));
+  }
+  std::sort(per_call.begin(), per_call.end());
+  t.best_s = per_call.front();
+  t.median_s = per_call[per_call.size() / 2];
+  return t;
+}
+
+/// time_op with an untimed `setup` before every call (remove rows add the keys
+/// they remove): one warm-up, then `repeat` runs of enough calls that their
+/// timed parts sum to >= 10 ms each; reports the time of one call.
+template <class Setup, class F>
+timing time_op_with_setup(Setup&& setup, F&& op, unsigned repeat) {
+  constexpr double min_run_s = 0.010;
+  setup();
+  const double warm = seconds_of(op);
+  timing t;
+  if (warm < min_run_s)
+    t.calls_per_run = static_cast<std::uint64_t>(
+        std::min(1e6, std::ceil(min_run_s / std::max(warm, 1e-7))));
+  std::vector<double> per_call;
+  for (unsigned r = 0; r < repeat; ++r) {
+    double timed = 0;
+    for (std::uint64_t c = 0; c < t.calls_per_run; ++c) {
+      setup();
+      timed += seconds_of(op);
+    }
+    per_call.push_back(timed / static_cast<double>(t.calls_per_run));
   }
   std::sort(per_call.begin(), per_call.end());
   t.best_s = per_call.front();
@@ -148,13 +190,31 @@ std::uint64_t free_device_bytes() {
 #endif
 }
 
+/// The bytes of a kind's filter for case `c`: the counting filter's counters are
+/// default_counter_bits times the plain filter's bytes.
+std::uint64_t filter_bytes(kind k, const filter_case& c) {
+  return k == kind::plain ? c.shape.size_bytes() : counter_bytes(c.shape, default_counter_bits);
+}
+
+/// What is compared between engines: the bits of a plain filter, the counters of a counting one.
+std::uint64_t state_digest(const filter& f) { return bits_digest(f); }
+std::uint64_t state_digest(const counting_filter& f) {
+  const std::vector<std::uint32_t> w = f.counters();
+  return digest(w.data(), w.size() * sizeof(std::uint32_t));
+}
+
+template <class Filter>
+constexpr kind kind_of() {
+  return std::is_same_v<Filter, counting_filter> ? kind::counting : kind::plain;
+}
+
 /// A digest some engine produced first, and which engine ("cpu" when made for a GPU row).
 struct reference {
   std::string by;
   std::uint64_t value = 0;
 };
 
-/// Runs the rows of a sweep, one filter size and engine at a time.
+/// Runs the rows of a sweep, one filter size, kind and engine at a time.
 class runner {
  public:
   explicit runner(const sweep& run) : run_(run) {
@@ -172,10 +232,24 @@ class runner {
 
   void run() {
     for (const filter_case& c : run_.cases) {
-      add_refs_.clear();
-      contains_refs_.clear();
-      fill_ref_.reset();
-      for (const engine e : run_.engines) run_engine(c, e);
+      plain_fill_bits_.reset();
+      plain_answers_.clear();
+      for (const kind k : run_.kinds) {
+        add_refs_.clear();
+        contains_refs_.clear();
+        fill_ref_.reset();
+        for (const engine e : run_.engines) {
+          if (k == kind::plain)
+            run_engine<filter>(c, e);
+          else
+            run_engine<counting_filter>(c, e);
+        }
+        // The counting kind's projection and answers must be the plain filter's.
+        if (k == kind::plain) {
+          if (fill_ref_) plain_fill_bits_ = fill_ref_->value;
+          plain_answers_ = contains_refs_;
+        }
+      }
     }
   }
 
@@ -187,7 +261,8 @@ class runner {
     return o;
   }
 
-  void fill(filter& f, const filter_case& c) const {
+  template <class Filter>
+  void fill(Filter& f, const filter_case& c) const {
     std::vector<std::uint64_t> chunk(std::min<std::uint64_t>(c.capacity, 1ULL << 24));
     for (std::uint64_t start = 0; start < c.capacity; start += chunk.size()) {
       const std::size_t m = static_cast<std::size_t>(std::min<std::uint64_t>(chunk.size(), c.capacity - start));
@@ -218,52 +293,76 @@ class runner {
     skipped.push_back(text);
   }
 
+  /// " counting" for the counting kind, "" for the plain one (whose messages are as before kinds).
+  static std::string kind_word(kind k) { return k == kind::plain ? "" : std::string(" ") + to_string(k); }
+
+  template <class Filter>
   void run_engine(const filter_case& c, engine e) {
+    constexpr kind k = kind_of<Filter>();
+    const std::uint64_t bytes = filter_bytes(k, c);
     if (is_gpu(e)) {
       const std::uint64_t free_bytes = free_device_bytes();
-      if (free_bytes < c.shape.size_bytes() + (64ULL << 20)) {
-        note(std::string("skipped ") + id_of(e) + " with the " + mib_text(c.mib) + " filter: needs " +
-             mib_text(static_cast<double>(c.shape.size_bytes() >> 20)) + " of device memory, " +
+      if (free_bytes < bytes + (64ULL << 20)) {
+        note(std::string("skipped ") + id_of(e) + " with the" + kind_word(k) + " " + mib_text(c.mib) +
+             " filter: needs " + mib_text(static_cast<double>(bytes >> 20)) + " of device memory, " +
              mib_text(static_cast<double>(free_bytes >> 20)) + " free");
         return;
       }
     }
-    std::fprintf(stderr, "gbf bench: %s, %s filter\n", id_of(e), mib_text(c.mib).c_str());
-    filter f(c.shape, options_of(e), c.capacity);
+    std::fprintf(stderr, "gbf bench: %s,%s %s filter\n", id_of(e), kind_word(k).c_str(), mib_text(c.mib).c_str());
+    Filter f(c.shape, options_of(e), c.capacity);
+    at_fill_ = false;
     for (const op o : run_.ops) {
-      f.clear();
-      if (o == op::contains) {
-        fill(f, c);
-        const std::uint64_t d = bits_digest(f);
-        if (!fill_ref_) {
-          if (!is_cpu(e)) {
-            filter cpu(c.shape, options_of(engine::cpu), c.capacity);
-            fill(cpu, c);
-            fill_ref_ = reference{"cpu", bits_digest(cpu)};
-          } else {
-            fill_ref_ = reference{id_of(e), d};
-          }
-        }
-        fill_ok_ = d == fill_ref_->value;
-        // No false negatives among (a sample of) the fill keys.
-        const std::size_t sample = static_cast<std::size_t>(std::min<std::uint64_t>(c.capacity, 1ULL << 20));
-        std::vector<std::uint64_t> keys(sample);
-        make_distinct_keys(keys.data(), 0, sample, gen_threads_);
-        fill_found_ = f.count(keys.data(), sample) == sample;
+      if (!has_op(k, o)) continue;
+      for (const std::uint64_t b : run_.batches) {
+        // contains and remove rows start from the filter filled to capacity.
+        if (o != op::add && !at_fill_) fill_and_check(f, c, e);
+        run_row(c, e, o, f, b);
       }
-      for (const std::uint64_t b : run_.batches) run_row(c, e, o, f, b);
     }
   }
 
-  void run_row(const filter_case& c, engine e, op o, filter& f, std::uint64_t b) {
+  /// Clears `f`, fills it to capacity and checks the fill: the same state as the
+  /// reference engine's, no false negatives among a sample of the fill keys, and
+  /// for the counting kind a projection equal to the plain filter's bits.
+  template <class Filter>
+  void fill_and_check(Filter& f, const filter_case& c, engine e) {
+    f.clear();
+    fill(f, c);
+    at_fill_ = true;
+    fill_digest_ = state_digest(f);
+    if (!fill_ref_) {
+      if (!is_cpu(e)) {
+        Filter cpu(c.shape, options_of(engine::cpu), c.capacity);
+        fill(cpu, c);
+        fill_ref_ = reference{"cpu", state_digest(cpu)};
+      } else {
+        fill_ref_ = reference{id_of(e), fill_digest_};
+      }
+    }
+    fill_ok_ = fill_digest_ == fill_ref_->value;
+    const std::size_t sample = static_cast<std::size_t>(std::min<std::uint64_t>(c.capacity, 1ULL << 20));
+    fill_sample_.resize(sample);
+    make_distinct_keys(fill_sample_.data(), 0, sample, gen_threads_);
+    fill_found_ = f.count(fill_sample_.data(), sample) == sample;
+    fill_projection_ok_ = true;
+    if constexpr (kind_of<Filter>() == kind::counting)
+      if (plain_fill_bits_) fill_projection_ok_ = bits_digest(f.projection()) == *plain_fill_bits_;
+  }
+
+  template <class Filter>
+  void run_row(const filter_case& c, engine e, op o, Filter& f, std::uint64_t b) {
+    constexpr kind k = kind_of<Filter>();
+    const char* state = k == kind::plain ? "bits" : "counters";
     row r;
+    r.filter_kind = k;
     r.backend = e;
     r.operation = o;
     r.filter_mib = c.mib;
-    r.filter_bytes = c.shape.size_bytes();
+    r.filter_bytes = filter_bytes(k, c);
     r.batch = b;
     r.verification = "ok";
-    const std::uint64_t* keys = o == op::add ? add_keys_.data() : probe_keys_.data();
+    const std::uint64_t* keys = o == op::contains ? probe_keys_.data() : add_keys_.data();
     const std::size_t n = static_cast<std::size_t>(b);
     bool* found = found_.get();
 
@@ -277,8 +376,8 @@ class runner {
       const std::uint64_t need = b * (sizeof(std::uint64_t) + 1) + (64ULL << 20);
       const std::uint64_t free_bytes = device_free_bytes();
       if (free_bytes < need) {
-        note("skipped " + std::string(id_of(e)) + " " + to_string(o) + " batch " + batch_text(b) + " (" +
-             mib_text(c.mib) + " filter): needs " + mib_text(static_cast<double>(need >> 20)) +
+        note("skipped " + std::string(id_of(e)) + kind_word(k) + " " + to_string(o) + " batch " + batch_text(b) +
+             " (" + mib_text(c.mib) + " filter): needs " + mib_text(static_cast<double>(need >> 20)) +
              " of device memory, " + mib_text(static_cast<double>(free_bytes >> 20)) + " free");
         return;
       }
@@ -291,18 +390,32 @@ class runner {
 
     if (o == op::add) {
       f.clear();
-      r.time = time_op([&] { f.add(op_keys, n); }, run_.repeat);
+      at_fill_ = false;
+      if constexpr (k == kind::plain) {
+        r.time = time_op([&] { f.add(op_keys, n); }, run_.repeat);
+      } else {
+        // Adding a batch twice doubles its counters, so each timed add is undone
+        // (untimed, remove_unchecked) before the next: every engine ends with the
+        // batch added once, whatever its number of calls.
+        bool added = false;
+        r.time = time_op_with_setup(
+            [&] {
+              if (added) f.remove_unchecked(op_keys, n);
+              added = true;
+            },
+            [&] { f.add(op_keys, n); }, run_.repeat);
+      }
       check(r, f.count(op_keys, n) == b, "false negatives: an added key is not found");
-      const std::uint64_t d = bits_digest(f);
+      const std::uint64_t d = state_digest(f);
       const reference& ref = reference_for(add_refs_, b, e, d, [&] {
-        filter cpu(c.shape, options_of(engine::cpu), c.capacity);
+        Filter cpu(c.shape, options_of(engine::cpu), c.capacity);
         cpu.add(keys, n);
-        return bits_digest(cpu);
+        return state_digest(cpu);
       });
-      r.checked = ref.by == id_of(e) ? "no false negatives (reference bits)"
-                                     : "no false negatives, bits = " + ref.by;
-      check(r, d == ref.value, "bits differ from " + ref.by);
-    } else {
+      r.checked = ref.by == id_of(e) ? "no false negatives (reference " + std::string(state) + ")"
+                                     : "no false negatives, " + std::string(state) + " = " + ref.by;
+      check(r, d == ref.value, std::string(state) + " differ from " + ref.by);
+    } else if (o == op::contains) {
       r.time = time_op([&] { f.contains(op_keys, n, op_found); }, run_.repeat);
 #if defined(GBF_HAS_CUDA)
       if (e == engine::gpu_device)
@@ -313,26 +426,78 @@ class runner {
       r.predicted_fpr = c.predicted_fpr;
       const std::uint64_t d = digest(found, n);
       const reference& ref = reference_for(contains_refs_, b, e, d, [&] {
-        filter cpu(c.shape, options_of(engine::cpu), c.capacity);
+        Filter cpu(c.shape, options_of(engine::cpu), c.capacity);
         fill(cpu, c);
         std::unique_ptr<bool[]> answers(new bool[n]);
         cpu.contains(keys, n, answers.get());
         return digest(answers.get(), n);
       });
       check(r, fill_found_, "false negatives among the fill keys");
-      check(r, fill_ok_, "filled bits differ from " + fill_ref_->by);
+      check(r, fill_ok_, "filled " + std::string(state) + " differ from " + fill_ref_->by);
       check(r, d == ref.value, "answers differ from " + ref.by);
       r.checked = ref.by == id_of(e) ? "no false negatives (reference answers)"
-                                     : "bits and answers = " + ref.by;
+                                     : std::string(state) + " and answers = " + ref.by;
+      if constexpr (k == kind::counting) {
+        // The projection is the plain filter of the fill keys, so the answers are its answers.
+        check(r, fill_projection_ok_, "projection of the filled counters differs from the plain filter's bits");
+        if (const auto plain = plain_answers_.find(b); plain != plain_answers_.end()) {
+          check(r, d == plain->second.value, "answers differ from the plain filter's");
+          r.checked += ", answers = plain filter's";
+        }
+      }
       if (!is_cpu(e)) {
-        const verify_report v = f.verify_contains(keys, n, found);
-        check(r, v.ok(), with_commas(v.mismatches) + " answers differ when recomputed on the CPU");
+        if constexpr (k == kind::plain) {
+          const verify_report v = f.verify_contains(keys, n, found);
+          check(r, v.ok(), with_commas(v.mismatches) + " answers differ when recomputed on the CPU");
+        } else {
+          const counting_filter cpu = f.copy_to(backend::cpu);
+          std::unique_ptr<bool[]> answers(new bool[n]);
+          cpu.contains(keys, n, answers.get());
+          std::uint64_t mismatches = 0;
+          for (std::size_t i = 0; i < n; ++i) mismatches += answers[i] != found[i];
+          check(r, mismatches == 0, with_commas(mismatches) + " answers differ when recomputed on a CPU copy");
+        }
         r.checked += ", recomputed on the CPU";
       }
+    } else if constexpr (k == kind::counting) {
+      // remove rows: each timed call removes the batch an untimed add put in just
+      // before, so the counters return to the fill's after every call.
+      bool all_removed = true;
+      const auto add_back = [&] { f.add(op_keys, n); };
+      if (o == op::remove)
+        r.time = time_op_with_setup(
+            add_back,
+            [&] {
+              const remove_report removed = f.remove(op_keys, n);
+              all_removed = all_removed && removed.removed == b && removed.refused == 0;
+            },
+            run_.repeat);
+      else
+        r.time = time_op_with_setup(add_back, [&] { f.remove_unchecked(op_keys, n); }, run_.repeat);
+      if (o == op::remove) check(r, all_removed, "a checked remove refused keys that were just added");
+      const std::uint64_t d = state_digest(f);
+      at_fill_ = d == fill_digest_;
+      check(r, fill_ok_, "filled counters differ from " + fill_ref_->by);
+      r.checked = o == op::remove ? "every key removed, none refused; " : "";
+      if (const std::uint64_t saturated = f.stats().saturated_counters; saturated != 0 && !at_fill_) {
+        // A saturated counter never decrements: the batch's adds pushed some
+        // counters to the maximum, so the fill's counters cannot come back.
+        r.checked += "counters not compared with the fill's: " + with_commas(saturated) +
+                     " counters saturated (batch added over the fill)";
+      } else {
+        check(r, d == fill_digest_, "counters after add+remove differ from the fill's");
+        check(r, d == fill_ref_->value, "counters after add+remove differ from " + fill_ref_->by);
+        r.checked += "counters = the fill's" + (fill_ref_->by == id_of(e) ? "" : " = " + fill_ref_->by);
+      }
+      const std::size_t sample = fill_sample_.size();
+      check(r, f.count(fill_sample_.data(), sample) == sample,
+            "false negatives among the fill keys after the removes");
+      r.checked += ", no false negatives among the fill keys";
     }
     r.keys_per_s = static_cast<double>(b) / r.time.median_s;
-    std::fprintf(stderr, "gbf bench:   %-8s %-10s batch %-6s %10s keys/s  %s\n", to_string(o), id_of(e),
-                 batch_text(b).c_str(), human(r.keys_per_s).c_str(), r.verification.c_str());
+    std::fprintf(stderr, "gbf bench:   %-8s %-10s batch %-6s %10s keys/s  %s\n",
+                 (k == kind::plain ? std::string(to_string(o)) : std::string(to_string(o)) + " (counting)").c_str(),
+                 id_of(e), batch_text(b).c_str(), human(r.keys_per_s).c_str(), r.verification.c_str());
     rows.push_back(std::move(r));
   }
 
@@ -341,11 +506,20 @@ class runner {
   std::vector<std::uint64_t> add_keys_;
   std::vector<std::uint64_t> probe_keys_;
   std::unique_ptr<bool[]> found_;
+  // Per (filter size, kind): the references later engines are checked against.
   std::map<std::uint64_t, reference> add_refs_;
   std::map<std::uint64_t, reference> contains_refs_;
   std::optional<reference> fill_ref_;
+  // Per filter size: the plain kind's filled bits and answers, for the counting kind.
+  std::optional<std::uint64_t> plain_fill_bits_;
+  std::map<std::uint64_t, reference> plain_answers_;
+  // Per engine: the filter's state.
+  bool at_fill_ = false;  ///< The filter holds exactly the fill keys.
+  std::uint64_t fill_digest_ = 0;
+  std::vector<std::uint64_t> fill_sample_;
   bool fill_ok_ = true;
   bool fill_found_ = true;
+  bool fill_projection_ok_ = true;
 };
 
 /// Batch sizes, ascending and distinct (the defaults when none are given).
@@ -420,10 +594,31 @@ std::vector<filter_case> cases_of(const bench_options& opts) {
   return cases;
 }
 
-std::vector<op> ops_of(const bench_options& opts) {
+/// The kinds --kinds names (plain when empty), plain before counting.
+std::vector<kind> kinds_of(const bench_options& opts) {
+  std::vector<kind> kinds;
+  for (const std::string& t : opts.kinds)
+    if (t != "plain" && t != "counting") throw usage_error("--kinds: unknown kind '" + t + "' (plain, counting)");
+  for (const kind k : {kind::plain, kind::counting})
+    if (opts.kinds.empty() ? k == kind::plain
+                           : std::find(opts.kinds.begin(), opts.kinds.end(), to_string(k)) != opts.kinds.end())
+      kinds.push_back(k);
+  return kinds;
+}
+
+std::vector<op> ops_of(const bench_options& opts, const std::vector<kind>& kinds) {
   std::vector<op> ops;
   for (const std::string& t : opts.ops.empty() ? std::vector<std::string>{"add", "contains"} : opts.ops) {
-    const op o = t == "add" ? op::add : t == "contains" ? op::contains : throw usage_error("--ops: unknown op '" + t + "' (add, contains)");
+    const op o = t == "add"                ? op::add
+                 : t == "contains"         ? op::contains
+                 : t == "remove"           ? op::remove
+                 : t == "remove-unchecked" ? op::remove_unchecked
+                                           : throw usage_error("--ops: unknown op '" + t +
+                                                               "' (add, contains, remove, remove-unchecked)");
+    if (std::none_of(kinds.begin(), kinds.end(), [&](kind k) { return has_op(k, o); }))
+      throw usage_error("--ops " + t +
+                        ": a plain Bloom filter cannot remove keys; bench the counting filter with "
+                        "--kinds counting (or --kinds plain,counting to compare)");
     if (std::find(ops.begin(), ops.end(), o) == ops.end()) ops.push_back(o);
   }
   return ops;
@@ -456,7 +651,8 @@ std::optional<std::vector<engine>> engines_of(const bench_options& opts, const g
 /// Drops the filter sizes, then the batch sizes, that do not fit in host memory,
 /// saying so in `skipped`. Per key of the largest batch: add keys and probe keys
 /// (8 B each) and answers (1 B); beside them a CPU filter and one host copy of
-/// its words, and 512 MiB of slack.
+/// its words (for the counting kind: its counters, and its projection and that
+/// projection's words), and 512 MiB of slack.
 void fit_in_host_memory(sweep& run, std::vector<std::string>& skipped) {
   const std::uint64_t avail = host_available_bytes();
   if (avail == 0) return;
@@ -464,7 +660,12 @@ void fit_in_host_memory(sweep& run, std::vector<std::string>& skipped) {
     std::fprintf(stderr, "gbf bench: %s\n", text.c_str());
     skipped.push_back(text);
   };
-  const auto fixed_bytes = [&] { return 2 * run.cases.back().shape.size_bytes() + (512ULL << 20); };
+  const bool counting = std::find(run.kinds.begin(), run.kinds.end(), kind::counting) != run.kinds.end();
+  const auto fixed_bytes = [&] {
+    const filter_case& c = run.cases.back();
+    return 2 * filter_bytes(counting ? kind::counting : kind::plain, c) + (counting ? 2 * c.shape.size_bytes() : 0) +
+           (512ULL << 20);
+  };
   const std::string available = mib_text(static_cast<double>(avail >> 20)) + " available";
   while (!run.cases.empty() && fixed_bytes() > avail * 9 / 10) {
     skip("skipped the " + mib_text(run.cases.back().mib) + " filter: needs " +
@@ -493,7 +694,8 @@ int run_bench(const bench_options& opts) {
   run.cpu_threads = opts.threads ? opts.threads : std::max(1u, std::thread::hardware_concurrency());
   run.batches = batches_of(opts);
   run.cases = cases_of(opts);
-  run.ops = ops_of(opts);
+  run.kinds = kinds_of(opts);
+  run.ops = ops_of(opts, run.kinds);
   const gpu_status gpu = query_gpu();
   const std::optional<std::vector<engine>> engines = engines_of(opts, gpu);
   if (!engines) return 1;
@@ -511,11 +713,16 @@ int run_bench(const bench_options& opts) {
   out.skipped.insert(out.skipped.end(), rows.skipped.begin(), rows.skipped.end());
   set_speedups(out.rows);
   out.crossovers = find_crossovers(out.rows, run, gpu);
+  out.ratios = counting_vs_plain(out.rows, run);
 
   print_table(run, out);
   const bool ok = std::all_of(out.rows.begin(), out.rows.end(), [](const row& r) { return r.ok; });
-  std::printf("\nverification: %s\n", ok ? "ok (every row: no false negatives, same bits and answers as the reference)"
-                                         : "FAILED (see the rows marked above)");
+  print_kind_ratios(run, out);
+  const bool counting = std::find(run.kinds.begin(), run.kinds.end(), kind::counting) != run.kinds.end();
+  std::printf("\nverification: %s\n",
+              !ok        ? "FAILED (see the rows marked above)"
+              : counting ? "ok (every row: no false negatives, same bits or counters and answers as the reference)"
+                         : "ok (every row: no false negatives, same bits and answers as the reference)");
   std::fflush(stdout);
 
   if (!opts.json.empty()) {

@@ -1,5 +1,6 @@
 #include "cli/bench_report.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -7,8 +8,10 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "cli/text.hpp"
+#include "gbf/counting_layout.hpp"
 #include "gbf/error.hpp"
 #include "gbf/filter.hpp"
 
@@ -50,6 +53,18 @@ std::string cpu_model_name() {
   return "unknown";
 }
 
+/// Whether tables name the kind: not in a run of the plain kind alone (the default).
+bool names_kinds(const sweep& run) { return !(run.kinds.size() == 1 && run.kinds[0] == kind::plain); }
+
+/// The (kind, op) panels of a run, in table order: the ops each kind has.
+std::vector<std::pair<kind, op>> panels_of(const sweep& run) {
+  std::vector<std::pair<kind, op>> out;
+  for (const kind k : run.kinds)
+    for (const op o : run.ops)
+      if (has_op(k, o)) out.emplace_back(k, o);
+  return out;
+}
+
 }  // namespace
 
 machine this_machine(const gpu_status& gpu) {
@@ -70,6 +85,14 @@ void print_header(const sweep& run, const machine& m, const std::vector<std::str
                                            : ("none (" + m.gpu.description + "); CPU rows only").c_str());
   std::printf("layout: %s per filter below; contains rows fill the filter to its capacity at fpp %g\n",
               to_string(run.cases.front().shape).c_str(), run.fpp);
+  if (names_kinds(run)) {
+    std::printf("kinds:");
+    for (const kind k : run.kinds) std::printf(" %s", to_string(k));
+    std::printf("  (plain: gbf::filter; counting: gbf::counting_filter of the same layout, %u-bit counters, "
+                "%ux the bytes; remove rows fill it as contains rows do, then each timed call removes a batch "
+                "an untimed add put in just before)\n",
+                default_counter_bits, default_counter_bits);
+  }
   std::printf("filters against this CPU's caches (read at run time):");
   for (const filter_case& c : run.cases)
     std::printf(" %s %s;", mib_text(c.mib).c_str(), c.where.c_str());
@@ -85,10 +108,14 @@ void print_header(const sweep& run, const machine& m, const std::vector<std::str
 
 void print_table(const sweep& run, const results& r) {
   for (const filter_case& c : run.cases) {
-    for (const op o : run.ops) {
-      std::printf("\n%s, %s filter (%s blocks of %u B", to_string(o), mib_text(c.mib).c_str(),
-                  with_commas(c.shape.num_blocks).c_str(), c.shape.words_per_block * 4);
-      if (o == op::contains)
+    for (const auto& [k, o] : panels_of(run)) {
+      std::printf("\n%s%s, %s filter (%s blocks of %u B", names_kinds(run) ? (std::string(to_string(k)) + " ").c_str() : "",
+                  to_string(o), mib_text(c.mib).c_str(), with_commas(c.shape.num_blocks).c_str(),
+                  c.shape.words_per_block * 4);
+      if (k == kind::counting)
+        std::printf("; %s of %u-bit counters", mib_text(static_cast<double>(c.shape.size_bytes()) * default_counter_bits / 1048576.0).c_str(),
+                    default_counter_bits);
+      if (o != op::add)
         std::printf("; filled with %s keys, predicted FPR %.3f%%", with_commas(c.capacity).c_str(),
                     100 * c.predicted_fpr);
       std::printf(")\n");
@@ -96,7 +123,7 @@ void print_table(const sweep& run, const results& r) {
                   "vs cpu1", "vs CPU", o == op::contains ? "FPR meas/pred" : "FPR", "verify");
       for (const std::uint64_t b : run.batches) {
         for (const engine e : run.engines) {
-          const row* w = find_row(r.rows, e, o, c.mib, b);
+          const row* w = find_row(r.rows, k, e, o, c.mib, b);
           if (w == nullptr) continue;
           const std::string fpr = o == op::contains ? format("%.3f%%", 100 * w->measured_fpr) +
                                                           format(" / %.3f%%", 100 * w->predicted_fpr)
@@ -110,13 +137,13 @@ void print_table(const sweep& run, const results& r) {
         }
       }
       for (const engine e : run.engines) {
-        const time_fit fit = fit_time(r.rows, e, o, c.mib);
+        const time_fit fit = fit_time(r.rows, k, e, o, c.mib);
         if (fit.valid())
           std::printf("  model %-10s t(n) = %s + n / %s keys/s\n", id_of(e), time_text(fit.fixed_s).c_str(),
                       human(fit.keys_per_s).c_str());
       }
       for (const crossover& x : r.crossovers) {
-        if (x.operation != o || x.filter_mib != c.mib) continue;
+        if (x.filter_kind != k || x.operation != o || x.filter_mib != c.mib) continue;
         if (x.no_gpu) {
           std::printf("  crossover: %s\n", x.text.c_str());
           continue;
@@ -131,10 +158,40 @@ void print_table(const sweep& run, const results& r) {
   }
 }
 
+void print_kind_ratios(const sweep& run, const results& r) {
+  if (r.ratios.empty()) return;
+  std::printf("\ncounting vs plain: time per call of the counting filter / the plain filter's (same layout, "
+              "keys and batch; below 1 the counting filter is faster)\n");
+  std::printf("  %-10s %-10s %-6s", "op", "filter", "batch");
+  for (const engine e : run.engines) std::printf(" %10s", id_of(e));
+  std::printf("\n");
+  for (std::size_t i = 0; i < r.ratios.size();) {
+    const kind_ratio& first = r.ratios[i];
+    std::printf("  %-10s %-10s %-6s", to_string(first.operation), mib_text(first.filter_mib).c_str(),
+                batch_text(first.batch).c_str());
+    for (const engine e : run.engines) {
+      std::string cell = "-";
+      for (std::size_t j = i; j < r.ratios.size(); ++j) {
+        const kind_ratio& x = r.ratios[j];
+        if (x.operation != first.operation || x.filter_mib != first.filter_mib || x.batch != first.batch) break;
+        if (x.backend == e) cell = format("%.2fx", x.counting_over_plain);
+      }
+      std::printf(" %10s", cell.c_str());
+    }
+    std::printf("\n");
+    while (i < r.ratios.size() && r.ratios[i].operation == first.operation &&
+           r.ratios[i].filter_mib == first.filter_mib && r.ratios[i].batch == first.batch)
+      ++i;
+  }
+}
+
 std::string json_report(const sweep& run, const machine& m, const results& r) {
   std::ostringstream j;
   j << "{\n  \"tool\": \"gbf bench\",\n  \"statistic\": \"median\",\n  \"repeat\": " << run.repeat
     << ",\n  \"fpp\": " << json_number(run.fpp) << ",\n";
+  j << "  \"kinds\": [";
+  for (std::size_t i = 0; i < run.kinds.size(); ++i) j << (i ? ", " : "") << json_string(to_string(run.kinds[i]));
+  j << "], \"counter_bits\": " << default_counter_bits << ",\n";
   j << "  \"machine\": {\"cpu_model\": " << json_string(m.cpu_model)
     << ", \"hardware_threads\": " << m.hardware_threads << ", \"cpu_threads\": " << run.cpu_threads
     << ", \"avx2\": " << (m.avx2 ? "true" : "false")
@@ -152,7 +209,8 @@ std::string json_report(const sweep& run, const machine& m, const results& r) {
   j << "\n  ],\n  \"rows\": [";
   for (std::size_t i = 0; i < r.rows.size(); ++i) {
     const row& w = r.rows[i];
-    j << (i ? ",\n    " : "\n    ") << "{\"backend\": " << json_string(id_of(w.backend))
+    j << (i ? ",\n    " : "\n    ") << "{\"kind\": " << json_string(to_string(w.filter_kind))
+      << ", \"backend\": " << json_string(id_of(w.backend))
       << ", \"op\": " << json_string(to_string(w.operation)) << ", \"filter_mib\": " << json_number(w.filter_mib)
       << ", \"filter_bytes\": " << w.filter_bytes << ", \"batch\": " << w.batch
       << ", \"seconds\": " << json_number(w.time.median_s) << ", \"best_seconds\": " << json_number(w.time.best_s)
@@ -168,13 +226,20 @@ std::string json_report(const sweep& run, const machine& m, const results& r) {
   j << "\n  ],\n  \"crossover\": [";
   for (std::size_t i = 0; i < r.crossovers.size(); ++i) {
     const crossover& x = r.crossovers[i];
-    j << (i ? ",\n    " : "\n    ") << "{\"op\": " << json_string(to_string(x.operation))
-      << ", \"filter_mib\": " << json_number(x.filter_mib)
+    j << (i ? ",\n    " : "\n    ") << "{\"kind\": " << json_string(to_string(x.filter_kind))
+      << ", \"op\": " << json_string(to_string(x.operation)) << ", \"filter_mib\": " << json_number(x.filter_mib)
       << ", \"gpu_backend\": " << (x.no_gpu ? "null" : json_string(id_of(x.gpu)))
       << ", \"batch\": " << (x.batch ? std::to_string(x.batch) : "null")
       << ", \"model_batch\": " << json_number(x.fitted_batch) << ", \"text\": " << json_string(x.text) << "}";
   }
-  j << "\n  ],\n  \"skipped\": [";
+  j << "\n  ],\n  \"counting_vs_plain\": [";
+  for (std::size_t i = 0; i < r.ratios.size(); ++i) {
+    const kind_ratio& x = r.ratios[i];
+    j << (i ? ",\n    " : "\n    ") << "{\"op\": " << json_string(to_string(x.operation))
+      << ", \"filter_mib\": " << json_number(x.filter_mib) << ", \"backend\": " << json_string(id_of(x.backend))
+      << ", \"batch\": " << x.batch << ", \"time_ratio\": " << json_number(x.counting_over_plain) << "}";
+  }
+  j << (r.ratios.empty() ? "" : "\n  ") << "],\n  \"skipped\": [";
   for (std::size_t i = 0; i < r.skipped.size(); ++i) j << (i ? ", " : "") << json_string(r.skipped[i]);
   j << "]\n}\n";
   return j.str();
@@ -184,8 +249,8 @@ std::string gnuplot_script(const std::string& png, const sweep& run, const machi
                            const results& r) {
   const std::string title =
       m.cpu_model + (m.gpu.available ? " vs " + m.gpu.description : " (no GPU: " + m.gpu.description + ")");
-  const std::size_t panels = run.cases.size() * run.ops.size();
-  const std::size_t cols = run.ops.size();
+  const std::size_t cols = panels_of(run).size();
+  const std::size_t panels = run.cases.size() * cols;
   const std::size_t lines = (panels + cols - 1) / cols;
   std::ostringstream s;
   s << "# gbf bench plot: keys/s against batch size, one line per backend.\n"
@@ -200,13 +265,15 @@ std::string gnuplot_script(const std::string& png, const sweep& run, const machi
     << " noenhanced\n";
   for (std::size_t ci = 0; ci < run.cases.size(); ++ci) {
     const filter_case& c = run.cases[ci];
-    for (const op o : run.ops) {
+    for (const auto& [k, o] : panels_of(run)) {
       s << "unset arrow\nunset label\n";
-      s << "set title " << json_string(std::string(to_string(o)) + ", " + mib_text(c.mib) + " filter")
+      s << "set title "
+        << json_string((names_kinds(run) ? std::string(to_string(k)) + " " : std::string()) + to_string(o) + ", " +
+                       mib_text(c.mib) + " filter")
         << " noenhanced\n";
       double label_y = 0.92;
       for (const crossover& x : r.crossovers) {
-        if (x.operation != o || x.filter_mib != c.mib) continue;
+        if (x.filter_kind != k || x.operation != o || x.filter_mib != c.mib) continue;
         if (x.no_gpu) continue;  // said once, in the plot's title
         if (x.batch != 0) {
           s << "set arrow from " << x.batch << ", graph 0 to " << x.batch
@@ -223,11 +290,14 @@ std::string gnuplot_script(const std::string& png, const sweep& run, const machi
       for (const engine e : run.engines) {
         std::string data;
         for (const row& w : r.rows)
-          if (w.backend == e && w.operation == o && w.filter_mib == c.mib)
+          if (w.filter_kind == k && w.backend == e && w.operation == o && w.filter_mib == c.mib)
             data += std::to_string(w.batch) + " " + json_number(w.keys_per_s) + "\n";
         if (data.empty()) continue;
-        const std::string block = "$d_" + std::to_string(ci) + "_" + to_string(o) + "_" +
-                                  std::to_string(static_cast<int>(e));
+        // Names of letters, digits and '_' only: "remove-unchecked" becomes "remove_unchecked".
+        std::string op_name = to_string(o);
+        std::replace(op_name.begin(), op_name.end(), '-', '_');
+        const std::string block = "$d_" + std::to_string(ci) + "_" + (k == kind::plain ? "" : "counting_") +
+                                  op_name + "_" + std::to_string(static_cast<int>(e));
         s << block << " << EOD\n" << data << "EOD\n";
         plot += (plot.empty() ? "plot " : ", ") + block + " using 1:2 with linespoints lw 2 title '" +
                 id_of(e) + "'";

@@ -26,20 +26,26 @@ machine this_machine(const gpu_status& gpu);
 struct results {
   std::vector<row> rows;
   std::vector<crossover> crossovers;
+  std::vector<kind_ratio> ratios;    ///< counting/plain times (runs of both kinds).
   std::vector<std::string> skipped;  ///< Sizes or rows left out, and why.
 };
 
 /// The lines before the table: what runs where, and what was skipped so far.
 void print_header(const sweep& run, const machine& m, const std::vector<std::string>& skipped);
 
-/// Per (filter, op): the rows by batch, the fits and the crossovers.
+/// Per (filter, kind, op): the rows by batch, the fits and the crossovers (the
+/// kind is in the title when the run is not the plain kind alone).
 void print_table(const sweep& run, const results& r);
+
+/// With both kinds: per (filter, op, batch) the counting/plain time ratio of each
+/// engine. Prints nothing otherwise.
+void print_kind_ratios(const sweep& run, const results& r);
 
 /// The whole run as one JSON document (machine, filters, rows, crossovers, skipped).
 std::string json_report(const sweep& run, const machine& m, const results& r);
 
 /// A gnuplot script drawing keys/s against batch size into `png`: one panel per
-/// (filter, op), one line per engine, the measured crossovers as red lines.
+/// (filter, kind, op), one line per engine, the measured crossovers as red lines.
 std::string gnuplot_script(const std::string& png, const sweep& run, const machine& m,
                            const results& r);
 

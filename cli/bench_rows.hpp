@@ -14,10 +14,32 @@
 
 namespace gbf::cli::bench {
 
-enum class op { add, contains };
+/// What a row times. remove and remove_unchecked run on the counting kind only.
+enum class op { add, contains, remove, remove_unchecked };
 
-/// "add" or "contains".
-inline const char* to_string(op o) { return o == op::add ? "add" : "contains"; }
+/// The op's name in --ops, the table and the JSON ("add", "remove-unchecked", ...).
+inline const char* to_string(op o) {
+  switch (o) {
+    case op::add: return "add";
+    case op::contains: return "contains";
+    case op::remove: return "remove";
+    case op::remove_unchecked: return "remove-unchecked";
+  }
+  return "?";
+}
+
+/// Whether `o` takes keys out of the filter.
+inline bool is_remove(op o) { return o == op::remove || o == op::remove_unchecked; }
+
+/// The filter a row runs on: the plain gbf::filter or the gbf::counting_filter of
+/// the same layout (4-bit counters: 4x the bytes).
+enum class kind { plain, counting };
+
+/// The kind's name in --kinds, the table and the JSON.
+inline const char* to_string(kind k) { return k == kind::plain ? "plain" : "counting"; }
+
+/// Whether kind `k` has rows of op `o`: a plain Bloom filter cannot remove keys.
+inline bool has_op(kind k, op o) { return k == kind::counting || !is_remove(o); }
 
 /// What a row runs on: the CPU backend on 1 thread or on --threads threads, or
 /// the GPU backend with keys and answers in device memory or in host memory.
@@ -58,8 +80,9 @@ struct timing {
   std::uint64_t calls_per_run = 1;  ///< Calls per timed run (small batches repeat to last 10 ms).
 };
 
-/// One (engine, op, filter size, batch size) measurement.
+/// One (kind, engine, op, filter size, batch size) measurement.
 struct row {
+  kind filter_kind = kind::plain;
   engine backend = engine::cpu1;
   op operation = op::add;
   double filter_mib = 0;
@@ -67,7 +90,7 @@ struct row {
   std::uint64_t batch = 0;
   timing time;
   double keys_per_s = 0;          ///< batch / time.median_s.
-  double speedup = NAN;           ///< Over cpu1 at the same (op, filter, batch).
+  double speedup = NAN;           ///< Over cpu1 at the same (kind, op, filter, batch).
   double speedup_best_cpu = NAN;  ///< GPU rows: over the faster of cpu1 and cpu there.
   std::uint64_t positives = 0;    ///< contains rows: false positives (no probe key was added).
   double measured_fpr = NAN;
@@ -77,11 +100,13 @@ struct row {
   std::string checked;       ///< What was compared.
 };
 
-/// The row of (e, o, mib, b), or null when it was not measured.
-inline const row* find_row(const std::vector<row>& rows, engine e, op o, double mib,
+/// The row of (k, e, o, mib, b), or null when it was not measured.
+inline const row* find_row(const std::vector<row>& rows, kind k, engine e, op o, double mib,
                            std::uint64_t b) {
   for (const row& r : rows)
-    if (r.backend == e && r.operation == o && r.filter_mib == mib && r.batch == b) return &r;
+    if (r.filter_kind == k && r.backend == e && r.operation == o && r.filter_mib == mib &&
+        r.batch == b)
+      return &r;
   return nullptr;
 }
 
@@ -95,7 +120,8 @@ inline std::string batch_text(std::uint64_t n) {
 /// What a run covers: its grid and how it times and fills.
 struct sweep {
   std::vector<filter_case> cases;      ///< Ascending size.
-  std::vector<op> ops;
+  std::vector<kind> kinds{kind::plain};  ///< Plain before counting.
+  std::vector<op> ops;                 ///< A kind runs those it has (has_op).
   std::vector<engine> engines;         ///< In all_engines order.
   std::vector<std::uint64_t> batches;  ///< Ascending.
   unsigned repeat = 5;                 ///< Timed runs per row.

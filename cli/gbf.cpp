@@ -222,8 +222,10 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   bench_cmd->add_option("--filter-mib", bench.filter_mib, "Filter sizes in MiB (default: half the L2 and 4x the last-level cache, read at run time; --full adds 512,4096)")
       ->delimiter(',');
-  bench_cmd->add_option("--ops", bench.ops, "Operations: add,contains (default both)")
-      ->delimiter(',')->check(CLI::IsMember({"add", "contains"}));
+  bench_cmd->add_option("--kinds", bench.kinds, "Filters: plain,counting (default plain; counting = gbf::counting_filter of the same layout, and counting/plain time ratios when both run)")
+      ->delimiter(',')->check(CLI::IsMember({"plain", "counting"}));
+  bench_cmd->add_option("--ops", bench.ops, "Operations: add,contains,remove,remove-unchecked (default add,contains; remove ops need --kinds counting)")
+      ->delimiter(',')->check(CLI::IsMember({"add", "contains", "remove", "remove-unchecked"}));
   bench_cmd->add_option("--backends", bench.backends, "cpu1,cpu,gpu-device,gpu-host (default: every available one)")
       ->delimiter(',')->check(CLI::IsMember({"cpu1", "cpu", "gpu-device", "gpu-host"}));
   bench_cmd->add_option("--repeat", bench.repeat, "Timed runs per row after a warm-up; the median is reported")

@@ -63,7 +63,7 @@ TEST(BenchAnalysis, FitRecoversTheFixedCostAndRateOfLinearTimes) {
     const double rate = std::pow(10.0, log_rate(rng));
     std::vector<row> rows;
     add_linear_rows(rows, engine::cpu, op::add, 64, fixed_s, rate);
-    const time_fit fit = fit_time(rows, engine::cpu, op::add, 64);
+    const time_fit fit = fit_time(rows, kind::plain, engine::cpu, op::add, 64);
     ASSERT_TRUE(fit.valid());
     EXPECT_NEAR(fit.keys_per_s, rate, 1e-6 * rate) << "trial " << trial;
     EXPECT_NEAR(fit.fixed_s, fixed_s, 1e-6 * fixed_s + 1e-12) << "trial " << trial;
@@ -76,7 +76,7 @@ TEST(BenchAnalysis, FitUsesOnlyTheRowsOfItsEngineOpAndFilter) {
   add_linear_rows(rows, engine::cpu1, op::add, 64, 5e-6, 2e7);
   add_linear_rows(rows, engine::cpu, op::contains, 64, 9e-6, 3e7);
   add_linear_rows(rows, engine::cpu, op::add, 1, 2e-6, 4e8);
-  const time_fit fit = fit_time(rows, engine::cpu, op::add, 64);
+  const time_fit fit = fit_time(rows, kind::plain, engine::cpu, op::add, 64);
   EXPECT_NEAR(fit.keys_per_s, 1e8, 1e-2);
   EXPECT_NEAR(fit.fixed_s, 1e-6, 1e-12);
 }
@@ -84,11 +84,11 @@ TEST(BenchAnalysis, FitUsesOnlyTheRowsOfItsEngineOpAndFilter) {
 TEST(BenchAnalysis, FitIsInvalidWithOneBatchOrTimesThatDoNotGrow) {
   std::vector<row> one;
   add_linear_rows(one, engine::cpu, op::add, 1, 1e-6, 1e8, {1000});
-  EXPECT_FALSE(fit_time(one, engine::cpu, op::add, 1).valid());
-  EXPECT_FALSE(fit_time({}, engine::cpu, op::add, 1).valid());
+  EXPECT_FALSE(fit_time(one, kind::plain, engine::cpu, op::add, 1).valid());
+  EXPECT_FALSE(fit_time({}, kind::plain, engine::cpu, op::add, 1).valid());
   const std::vector<row> flat{timed_row(engine::cpu, op::add, 1, 1000, 1e-3),
                               timed_row(engine::cpu, op::add, 1, 100000, 1e-3)};
-  EXPECT_FALSE(fit_time(flat, engine::cpu, op::add, 1).valid());
+  EXPECT_FALSE(fit_time(flat, kind::plain, engine::cpu, op::add, 1).valid());
 }
 
 TEST(BenchAnalysis, CrossoversMatchTheLinearModelsTheRowsFollow) {
@@ -221,6 +221,86 @@ TEST(BenchAnalysis, SpeedupsAreOverCpu1AndGpuRowsAlsoOverTheBestCpuRow) {
   EXPECT_DOUBLE_EQ(rows[2].speedup_best_cpu, 2);
   EXPECT_TRUE(std::isnan(rows[3].speedup));  // no CPU row at that batch
   EXPECT_TRUE(std::isnan(rows[3].speedup_best_cpu));
+}
+
+TEST(BenchAnalysis, SpeedupsAndFitsNeverMixTheFilterKinds) {
+  // A counting cpu1 row twice as slow as the plain one: each kind's cpu row is
+  // compared with its own kind's cpu1 row.
+  std::vector<row> rows{timed_row(engine::cpu1, op::contains, 1, 1000, 1e-3),
+                        timed_row(engine::cpu, op::contains, 1, 1000, 0.5e-3)};
+  for (row r : std::vector<row>{timed_row(engine::cpu1, op::contains, 1, 1000, 2e-3),
+                                timed_row(engine::cpu, op::contains, 1, 1000, 0.5e-3),
+                                timed_row(engine::cpu1, op::contains, 1, 100000, 0.2)}) {
+    r.filter_kind = kind::counting;
+    rows.push_back(r);
+  }
+  set_speedups(rows);
+  EXPECT_DOUBLE_EQ(rows[1].speedup, 2);
+  EXPECT_DOUBLE_EQ(rows[3].speedup, 4);
+  EXPECT_EQ(find_row(rows, kind::counting, engine::cpu1, op::contains, 1, 1000), &rows[2]);
+  EXPECT_EQ(find_row(rows, kind::plain, engine::cpu1, op::contains, 1, 100000), nullptr);
+  EXPECT_FALSE(fit_time(rows, kind::plain, engine::cpu1, op::contains, 1).valid());  // one batch
+  const time_fit fit = fit_time(rows, kind::counting, engine::cpu1, op::contains, 1);
+  ASSERT_TRUE(fit.valid());
+  EXPECT_NEAR(fit.keys_per_s, 99000 / (0.2 - 2e-3), 1e-6 * fit.keys_per_s);
+}
+
+TEST(BenchAnalysis, CrossoversArePerKindAndThePlainKindHasNoRemoveOps) {
+  EXPECT_FALSE(has_op(kind::plain, op::remove));
+  EXPECT_FALSE(has_op(kind::plain, op::remove_unchecked));
+  EXPECT_TRUE(has_op(kind::plain, op::contains));
+  EXPECT_TRUE(has_op(kind::counting, op::remove));
+  sweep run = gpu_sweep({engine::cpu1, engine::gpu_host});
+  run.kinds = {kind::plain, kind::counting};
+  run.ops = {op::contains, op::remove};
+  std::vector<row> rows;
+  // The plain GPU wins from 1e5, the counting GPU never.
+  add_linear_rows(rows, engine::cpu1, op::contains, 1, 1e-6, 1e8);
+  add_linear_rows(rows, engine::gpu_host, op::contains, 1, 2e-4, 1e10);  // n* = 20 101
+  for (const engine e : {engine::cpu1, engine::gpu_host}) {
+    std::vector<row> counting;
+    add_linear_rows(counting, e, op::contains, 1, 1e-6, is_gpu(e) ? 1e7 : 1e8);
+    add_linear_rows(counting, e, op::remove, 1, 1e-6, 1e8);
+    for (row& r : counting) r.filter_kind = kind::counting;
+    rows.insert(rows.end(), counting.begin(), counting.end());
+  }
+  const std::vector<crossover> xs = find_crossovers(rows, run, a_gpu());
+  ASSERT_EQ(xs.size(), 3u);  // plain contains, counting contains, counting remove
+  EXPECT_EQ(xs[0].filter_kind, kind::plain);
+  EXPECT_EQ(xs[0].operation, op::contains);
+  EXPECT_EQ(xs[0].batch, 100000u);
+  EXPECT_EQ(xs[1].filter_kind, kind::counting);
+  EXPECT_EQ(xs[1].operation, op::contains);
+  EXPECT_EQ(xs[1].batch, 0u);
+  EXPECT_EQ(xs[2].filter_kind, kind::counting);
+  EXPECT_EQ(xs[2].operation, op::remove);
+}
+
+TEST(BenchAnalysis, CountingVsPlainIsTheTimeRatioWhereBothKindsRan) {
+  sweep run = gpu_sweep({engine::cpu1, engine::cpu});
+  run.kinds = {kind::plain, kind::counting};
+  run.ops = {op::add, op::contains, op::remove};
+  run.batches = {1000, 10000};
+  std::vector<row> rows{timed_row(engine::cpu1, op::contains, 1, 1000, 1e-3),
+                        timed_row(engine::cpu1, op::contains, 1, 10000, 1e-2),
+                        timed_row(engine::cpu, op::contains, 1, 10000, 0.5e-2)};
+  for (row r : std::vector<row>{timed_row(engine::cpu1, op::contains, 1, 1000, 1.5e-3),
+                                timed_row(engine::cpu1, op::contains, 1, 10000, 1.2e-2),
+                                timed_row(engine::cpu1, op::remove, 1, 10000, 3e-2)}) {
+    r.filter_kind = kind::counting;
+    rows.push_back(r);
+  }
+  // cpu at 1e4 has no counting row, remove no plain row: no ratio for either.
+  const std::vector<kind_ratio> xs = counting_vs_plain(rows, run);
+  ASSERT_EQ(xs.size(), 2u);
+  EXPECT_EQ(xs[0].operation, op::contains);
+  EXPECT_EQ(xs[0].backend, engine::cpu1);
+  EXPECT_EQ(xs[0].batch, 1000u);
+  EXPECT_DOUBLE_EQ(xs[0].counting_over_plain, 1.5);
+  EXPECT_EQ(xs[1].batch, 10000u);
+  EXPECT_DOUBLE_EQ(xs[1].counting_over_plain, 1.2);
+  run.kinds = {kind::plain};
+  EXPECT_EQ(counting_vs_plain({rows[0], rows[1]}, run).size(), 0u);
 }
 
 }  // namespace
