@@ -53,6 +53,8 @@ class bloom_backend {
   virtual void write_words(const std::uint32_t* in) = 0;
   /// Device address of the bit array; nullptr on the CPU.
   virtual std::uint32_t* device_words() = 0;
+  /// Host address of the bit array; nullptr on the GPU.
+  virtual std::uint32_t* host_words() { return nullptr; }
   /// Waits for every _async call's work; throws the deferred error of a bad
   /// _async string batch, its message starting with `what`. No-op on the CPU.
   virtual void synchronize(const char* what) const = 0;

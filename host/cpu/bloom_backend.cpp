@@ -241,6 +241,7 @@ class cpu_bloom final : public bloom_backend {
   }
 
   std::uint32_t* device_words() override { return nullptr; }
+  std::uint32_t* host_words() override { return words_.get(); }
 
   void synchronize(const char*) const override {}
 

@@ -2,6 +2,14 @@
 // (host/cpu/memory.hpp), the kernels of host/cpu/counting_kernels.hpp, and
 // threads for big batches (host/cpu/threads.hpp).
 //
+// Beside the counters it keeps their projection, a plain CPU filter of the
+// same layout (bit set <=> counter nonzero), which every write keeps exact
+// (counting_kernels.hpp). contains, count and select are that plain filter's:
+// a probe reads one 32-byte block, not the two 64-byte lines of a block's
+// 4-bit counters, and costs what a plain probe does. The price is the plain
+// filter's memory again: 5x the plain filter in all with 4-bit counters, not
+// 4x (docs/counting.md).
+//
 // Threads. Reads (contains, count, select, approximate_count) split the batch
 // by key range. Writes (add, both removes) split the blocks instead
 // (host/cpu/owned_blocks.hpp): each thread walks the whole batch in order and
@@ -22,6 +30,7 @@
 
 #include "gbf/counting_layout.hpp"
 #include "gbf/error.hpp"
+#include "host/bloom_backend.hpp"
 #include "host/counting_backend.hpp"
 #include "host/cpu/counting_kernels.hpp"
 #include "host/cpu/memory.hpp"
@@ -53,15 +62,19 @@ void clear_null_results(const key_batch& keys, T* results) {
 
 class cpu_counting final : public counting_backend {
  public:
-  cpu_counting(const layout& l, std::uint32_t counter_bits, unsigned num_threads, bool huge_pages)
+  cpu_counting(const layout& l, std::uint32_t counter_bits, unsigned num_threads,
+               const options& opts)
       : layout_(l),
         counter_bits_(counter_bits),
         num_threads_(num_threads),
-        counters_(cpu::allocate_words(counter_bytes(l, counter_bits), huge_pages,
-                                      "the CPU counting filter's counters")) {}
+        counters_(cpu::allocate_words(counter_bytes(l, counter_bits), opts.cpu_huge_pages,
+                                      "the CPU counting filter's counters")),
+        projection_(make_cpu_bloom(l, with_threads(opts, num_threads), &projection_description_)) {}
 
+  /// e.g. "cpu (scalar counters, avx2 probes, 16 threads)".
   std::string description() const {
-    return "cpu (scalar, " + std::to_string(num_threads_) +
+    const std::string isa = projection_description_.find("avx2") != std::string::npos ? "avx2" : "scalar";
+    return "cpu (scalar counters, " + isa + " probes, " + std::to_string(num_threads_) +
            (num_threads_ == 1 ? " thread)" : " threads)");
   }
 
@@ -86,39 +99,19 @@ class cpu_counting final : public counting_backend {
 
   void contains(const key_batch& keys, bool* found, const call_options& call) const override {
     prepare(keys, call);
-    clear_null_results(keys, found);
-    run_keys(counting_op::contains, keys, found, nullptr);
+    projection_->contains(keys, found, call);
   }
 
-  std::uint64_t count(const key_batch& keys, std::uint64_t*,
+  std::uint64_t count(const key_batch& keys, std::uint64_t* device_count,
                       const call_options& call) const override {
     prepare(keys, call);
-    return run_keys(counting_op::count, keys, nullptr, nullptr);
+    return projection_->count(keys, device_count, call);
   }
 
-  // As the plain filter's select (host/cpu/bloom_backend.cpp): each thread
-  // compacts its key range in place, then the runs move down in thread order.
-  std::uint64_t select(const key_batch& keys, std::uint64_t* rows, std::uint64_t*,
+  std::uint64_t select(const key_batch& keys, std::uint64_t* rows, std::uint64_t* device_count,
                        const call_options& call) const override {
     prepare(keys, call);
-    const unsigned parts = key_parts(keys);
-    const std::vector<std::uint64_t> bounds = cpu::key_bounds(keys, parts);
-    std::vector<std::uint64_t> counts(parts);
-    cpu::with_hashes(keys, layout_.seed, [&](auto hash_of) {
-      const auto kernel = kernel_for<decltype(hash_of)>();
-      cpu::run_in_ranges(bounds, [&](unsigned part, std::uint64_t begin, std::uint64_t end) {
-        counting_job<decltype(hash_of)> j = job(counting_op::select, hash_of, begin, end, keys);
-        j.rows = rows;
-        counts[part] = kernel(j);
-      });
-    });
-    std::uint64_t total = counts[0];
-    for (unsigned part = 1; part < parts; ++part) {
-      if (counts[part] != 0 && total != bounds[part])
-        std::memmove(rows + total, rows + bounds[part], counts[part] * sizeof(std::uint64_t));
-      total += counts[part];
-    }
-    return total;
+    return projection_->select(keys, rows, device_count, call);
   }
 
   void approximate_count(const key_batch& keys, std::uint8_t* counts,
@@ -128,7 +121,10 @@ class cpu_counting final : public counting_backend {
     run_keys(counting_op::approximate_count, keys, nullptr, counts);
   }
 
-  void clear() override { std::memset(counters_.get(), 0, counter_bytes(layout_, counter_bits_)); }
+  void clear() override {
+    std::memset(counters_.get(), 0, counter_bytes(layout_, counter_bits_));
+    projection_->clear();
+  }
 
   void merge(const counting_backend& other) override {
     const auto* cpu_other = dynamic_cast<const cpu_counting*>(&other);
@@ -153,6 +149,7 @@ class cpu_counting final : public counting_backend {
                         for (std::uint64_t i = begin; i < end; ++i)
                           counters[i] = add_fields_saturating(counters[i], other[i], c);
                       });
+    derive_projection(projection_->host_words());
   }
 
   counter_census census() const override {
@@ -185,11 +182,21 @@ class cpu_counting final : public counting_backend {
 
   void write_counters(const std::uint32_t* in) override {
     std::memcpy(counters_.get(), in, counter_bytes(layout_, counter_bits_));
+    derive_projection(projection_->host_words());
+  }
+
+  void project(std::uint32_t* words) const override { projection_->read_words(words); }
+
+ private:
+  /// Options of the projection: the counting filter's, with its thread count.
+  static options with_threads(options opts, unsigned num_threads) {
+    opts.cpu_threads = num_threads;
+    return opts;
   }
 
   // Plain word i (word w of block B, i = B * W + w) has its counters in counter
   // words i * c .. i * c + c - 1 (counting_layout.hpp).
-  void project(std::uint32_t* words) const override {
+  void derive_projection(std::uint32_t* words) const {
     const std::uint32_t* const counters = counters_.get();
     const std::uint32_t c = counter_bits_;
     cpu::run_in_parts(word_parts(), layout_.num_words(),
@@ -205,7 +212,6 @@ class cpu_counting final : public counting_backend {
 
   void synchronize(const char*) const override {}
 
- private:
   static void prepare(const key_batch& keys, const call_options& call) {
     require_sync(call);
     require_host(keys);
@@ -231,8 +237,8 @@ class cpu_counting final : public counting_backend {
     key_range<Hashes> range{hash_of,           begin, end,          layout_.num_blocks,
                             0,                 layout_.num_blocks,  keys.validity,
                             keys.validity_bit};
-    return {op,           range,   counters_.get(), layout_.bits_per_key,
-            counter_bits_, nullptr, nullptr,         nullptr};
+    return {op,           range, counters_.get(), layout_.bits_per_key,
+            counter_bits_, projection_->host_words(), nullptr, nullptr};
   }
 
   /// Runs a reading `op` over the batch in contiguous key ranges; returns the summed tally.
@@ -284,6 +290,8 @@ class cpu_counting final : public counting_backend {
   std::uint32_t counter_bits_;
   unsigned num_threads_;
   cpu::word_array counters_;
+  std::string projection_description_;
+  std::unique_ptr<bloom_backend> projection_;  ///< The plain CPU filter the counters project to.
 };
 
 }  // namespace
@@ -298,8 +306,7 @@ std::unique_ptr<counting_backend> make_cpu_counting(const layout& l, std::uint32
         "cpu_simd::automatic or cpu_simd::scalar");
   const unsigned num_threads =
       opts.cpu_threads != 0 ? opts.cpu_threads : std::max(1u, std::thread::hardware_concurrency());
-  auto backend =
-      std::make_unique<cpu_counting>(l, counter_bits, num_threads, opts.cpu_huge_pages);
+  auto backend = std::make_unique<cpu_counting>(l, counter_bits, num_threads, opts);
   if (description != nullptr) *description = backend->description();
   return backend;
 }

@@ -17,6 +17,7 @@
 #include "tests/counting_model.hpp"
 #include "tests/support.hpp"
 #include "gbf/counting_filter.hpp"
+#include "gbf/counting_layout.hpp"
 #include "gbf/error.hpp"
 #include "gbf/filter.hpp"
 #include "gbf/io.hpp"
@@ -261,6 +262,61 @@ TEST(CountingFilter, ThreadedWritesEqualOneThreadInBatchOrder) {
   one.contains(keys.data(), keys.size(), all_one.get());
   two.contains(keys.data(), keys.size(), all_two.get());
   EXPECT_EQ(test::first_difference(all_one.get(), all_two.get(), keys.size()), keys.size());
+}
+
+/// The plain words the counters project to, derived here from counters():
+/// plain word i's bits are the nonzero fields of counter words i*c .. i*c+c-1.
+std::vector<std::uint32_t> projection_of_counters(const counting_filter& f) {
+  const std::vector<std::uint32_t> counters = f.counters();
+  const std::uint32_t c = f.counter_bits();
+  std::vector<std::uint32_t> words(f.layout().num_words());
+  for (std::size_t i = 0; i < words.size(); ++i)
+    for (std::uint32_t j = 0; j < c; ++j) words[i] |= projected_bits(counters[i * c + j], j, c);
+  return words;
+}
+
+// The CPU backend answers contains/count/select from a plain bit array it
+// keeps beside the counters (host/cpu/counting_backend.cpp). Pin that it stays
+// the projection of the counters through every way counters change.
+TEST(CountingFilter, TheProbedProjectionStaysTheCountersProjectionThroughEveryWrite) {
+  const layout l = test::layout_of(8, 8, 20000);  // no counter comes near saturation
+  const auto keys = test::random_keys(300000, 11);  // past 2 * 2^16 keys: threads split the blocks
+  const auto absent = test::random_keys(100000, 12);
+  for (unsigned threads : {1u, 2u, 4u}) {
+    const std::string where = std::to_string(threads) + " threads";
+    counting_filter f(l, test::on_cpu(threads));
+    const auto expect_exact = [&](const char* after) {
+      ASSERT_EQ(f.projection().words(), projection_of_counters(f)) << where << ", after " << after;
+      auto found = test::bools(keys.size());
+      f.contains(keys.data(), keys.size(), found.get());
+      const filter plain = f.projection();
+      auto expected = test::bools(keys.size());
+      plain.contains(keys.data(), keys.size(), expected.get());
+      ASSERT_EQ(test::first_difference(found.get(), expected.get(), keys.size()), keys.size())
+          << where << ", after " << after;
+    };
+    f.add(keys.data(), keys.size());
+    expect_exact("add");
+    f.remove(keys.data(), 200000);  // most counters of the removed keys fall to 0
+    expect_exact("checked remove");
+    f.remove(absent.data(), absent.size());  // mostly refused
+    expect_exact("checked remove of absent keys");
+    f.remove_unchecked(keys.data() + 200000, 50000);
+    expect_exact("unchecked remove");
+    f.merge(f);
+    expect_exact("merge");
+    f.remove_unchecked(keys.data() + 250000, 50000);
+    f.remove_unchecked(keys.data() + 250000, 50000);
+    expect_exact("removing every key");
+    EXPECT_EQ(f.count(keys.data(), keys.size()), 0u) << where << ": every key was removed";
+    f.add(keys.data(), 1000);
+    const std::vector<std::uint32_t> counters = f.counters();
+    const counting_filter copy =
+        counting_filter::from_counters(l, f.counter_bits(), counters.data(), test::on_cpu(threads));
+    EXPECT_EQ(copy.projection().words(), projection_of_counters(f)) << where << ", from_counters";
+    f.clear();
+    expect_exact("clear");
+  }
 }
 
 TEST(CountingFilter, SelectAndCountAgreeWithContains) {
