@@ -17,6 +17,15 @@
 //      blocks (add with is_new must answer exactly as that loop would:
 //      bloom_backend.hpp). No two threads write the same word, so plain (SIMD)
 //      ORs are safe, and each key is hashed and visited once in all.
+// A small filter (at most private_copy_max_bytes) takes a cheaper road for
+// plain add: threads 1..T-1 each add their key range into a zeroed private
+// copy of the bit array (it stays in their core's cache), thread 0 into the
+// filter, and then the copies are ORed in, split by word range. OR commutes, so
+// the bits are the sequential loop's; add with is_new, whose answers depend on
+// batch order, keeps the partition. In cache the partition's extra pass over
+// the hashes is most of a key's cost (the private copies double the keys/s of
+// 2 threads where the partition gave 1.1-1.2x: docs/cpu.md).
+//
 // The earlier design (every thread reads the hashes of the whole batch and
 // keeps the keys of its blocks) cost each thread a pass over all keys, so 2
 // threads ran slower than 1 (issue 13). Its cost now: one more write and read
@@ -80,6 +89,14 @@ inline std::uint64_t chunk_keys_for(std::uint64_t batch, unsigned columns) {
   const std::uint64_t most = std::max(min_chunk_keys, max_chunk_cells / columns);
   return std::min(batch, std::clamp(batch / chunks_per_batch, min_chunk_keys, most));
 }
+
+/// Largest filter whose plain add uses per-thread private copies (see the top
+/// of the file): about a core's L2, and so cheap to zero and merge next to
+/// the batches that start threads (>= 2 * min_keys_per_thread keys).
+constexpr std::uint64_t private_copy_max_bytes = std::uint64_t{1} << 20;
+
+/// ... and the most memory all private copies may take together (many threads).
+constexpr std::uint64_t private_copies_max_total_bytes = std::uint64_t{64} << 20;
 
 /// Owners up to which round 1 keeps one cursor per owner in registers
 /// (partition_fused); beyond, it counting-sorts (partition_sorted).
@@ -285,6 +302,11 @@ class cpu_bloom final : public bloom_backend {
       run_keys(op, keys, results, 1);
       return;
     }
+    if (op == kernel_op::add && layout_.size_bytes() <= private_copy_max_bytes &&
+        layout_.size_bytes() * (parts - 1) <= private_copies_max_total_bytes) {
+      add_with_private_copies(keys, parts);
+      return;
+    }
     const bool answers = results != nullptr;
     const bool few = parts <= max_fused_owners;
     const std::uint64_t chunk_cap = chunk_keys_for(keys.count, few ? parts : 2);
@@ -335,6 +357,35 @@ class cpu_bloom final : public bloom_backend {
             }
           }
         });
+      }
+    });
+  }
+
+  /// Plain add on `parts` threads of a small filter: key range p goes into
+  /// private copy p - 1 (range 0 into the filter), then word range p of every
+  /// copy is ORed into the filter by thread p.
+  void add_with_private_copies(const key_batch& keys, unsigned parts) {
+    const std::uint64_t bytes = layout_.size_bytes();
+    while (private_copies_.size() < parts - 1)
+      private_copies_.push_back(
+          cpu::allocate_words(bytes, false, "a thread's private copy of a small CPU filter"));
+    cpu::with_hashes(keys, layout_.seed, [&](auto hash_of) {
+      const auto kernel = kernel_for<decltype(hash_of)>(kernels_);
+      cpu::run_in_ranges(cpu::key_bounds(keys, parts), [&](unsigned part, std::uint64_t begin,
+                                                           std::uint64_t end) {
+        bloom_job<decltype(hash_of)> j = job(kernel_op::add, hash_of, begin, end, nullptr, nullptr, keys);
+        if (part != 0) {
+          j.words = private_copies_[part - 1].get();
+          std::memset(j.words, 0, bytes);
+        }
+        kernel(j);
+      });
+    });
+    std::uint32_t* const words = words_.get();
+    cpu::run_in_parts(parts, layout_.num_words(), [&](unsigned, std::uint64_t begin, std::uint64_t end) {
+      for (unsigned copy = 0; copy + 1 < parts; ++copy) {
+        const std::uint32_t* const other = private_copies_[copy].get();
+        for (std::uint64_t i = begin; i < end; ++i) words[i] |= other[i];
       }
     });
   }
@@ -469,6 +520,7 @@ class cpu_bloom final : public bloom_backend {
   kernel_set kernels_;
   cpu::word_array words_;
   partition_scratch scratch_;
+  std::vector<cpu::word_array> private_copies_;  ///< add_with_private_copies' arrays, kept between calls.
 };
 
 }  // namespace

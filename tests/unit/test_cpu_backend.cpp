@@ -207,7 +207,10 @@ TEST(CpuBackend, FourThreadsGiveTheSameBitsAsOne) {
   const cpu_simd simd = cpu_has_avx2() ? cpu_simd::avx2 : cpu_simd::scalar;
   for (const layout& shape : all_geometries()) {
     if (shape.bits_per_key != shape.words_per_block && shape.bits_per_key != 32) continue;
-    const layout l = with_blocks(shape, 50000);
+   // 50,000 blocks (1.6 MiB or more): the add partitions the batch by block
+   // range; 1,000 blocks (at most 64 KiB): threads add into private copies.
+   for (std::uint64_t blocks : {50000u, 1000u}) {
+    const layout l = with_blocks(shape, blocks);
     SCOPED_TRACE(name_of(l));
     const auto keys = random_keys<std::uint64_t>(threaded_batch, 20);
     auto one = make(l, simd, 1);
@@ -222,6 +225,7 @@ TEST(CpuBackend, FourThreadsGiveTheSameBitsAsOne) {
     for (std::size_t i = 0; i < queries.size(); ++i) ASSERT_EQ(one_found[i], four_found[i]);
     EXPECT_EQ(count_of(*one, queries), count_of(*four, queries));
     EXPECT_EQ(one->popcount(), four->popcount());
+   }
   }
 }
 
@@ -290,7 +294,8 @@ TEST(CpuBackend, ThreadedAddWithNullsOverManyChunksAnswersLikeTheSequentialLoop)
     EXPECT_EQ(mismatches, 0u);
     EXPECT_EQ(words_of(*filter, l), reference.words);
 
-    auto plain = make(l, cpu_simd::automatic, threads);  // add without is_new
+    // add without is_new: this small filter takes the private-copy road.
+    auto plain = make(l, cpu_simd::automatic, threads);
     plain->add(batch, nullptr, sync_call);
     EXPECT_EQ(words_of(*plain, l), reference.words);
     const answers found = contains_of(*plain, keys);
