@@ -71,26 +71,34 @@ namespace {
 constexpr std::uint64_t add_base = 1ULL << 48;
 constexpr std::uint64_t probe_base = 1ULL << 49;
 
-/// One warm-up call, then `repeat` runs of enough calls to last >= 10 ms each.
-template <class F>
-timing time_op(F&& op, unsigned repeat) {
+/// Calls per timed run, so that a run lasts >= 10 ms when one call took `warm_s`.
+std::uint64_t calls_per_run_for(double warm_s) {
   constexpr double min_run_s = 0.010;
-  const double warm = seconds_of(op);
-  timing t;
-  if (warm < min_run_s)
-    t.calls_per_run = static_cast<std::uint64_t>(
-        std::min(1e6, std::ceil(min_run_s / std::max(warm, 1e-7))));
-  std::vector<double> per_call;
-  for (unsigned r = 0; r < repeat; ++r) {
-    per_call.push_back(seconds_of([&] {
-                         for (std::uint64_t c = 0; c < t.calls_per_run; ++c) op();
-                       }) /
-                       static_cast<double>(t.calls_per_run));
-  }
+  if (warm_s >= min_run_s) return 1;
+  return static_cast<std::uint64_t>(std::min(1e6, std::ceil(min_run_s / std::max(warm_s, 1e-7))));
+}
+
+/// The best and median of the per-call times of the runs.
+timing summarize(std::vector<double> per_call, std::uint64_t calls_per_run) {
   std::sort(per_call.begin(), per_call.end());
+  timing t;
+  t.calls_per_run = calls_per_run;
   t.best_s = per_call.front();
   t.median_s = per_call[per_call.size() / 2];
   return t;
+}
+
+/// One warm-up call, then `repeat` runs of enough calls to last >= 10 ms each.
+template <class F>
+timing time_op(F&& op, unsigned repeat) {
+  const std::uint64_t calls = calls_per_run_for(seconds_of(op));
+  std::vector<double> per_call;
+  for (unsigned r = 0; r < repeat; ++r)
+    per_call.push_back(seconds_of([&] {
+                         for (std::uint64_t c = 0; c < calls; ++c) op();
+                       }) /
+                       static_cast<double>(calls));
+  return summarize(std::move(per_call), calls);
 }
 
 /// time_op with an untimed `setup` before every call (remove rows add the keys
@@ -98,26 +106,18 @@ timing time_op(F&& op, unsigned repeat) {
 /// timed parts sum to >= 10 ms each; reports the time of one call.
 template <class Setup, class F>
 timing time_op_with_setup(Setup&& setup, F&& op, unsigned repeat) {
-  constexpr double min_run_s = 0.010;
   setup();
-  const double warm = seconds_of(op);
-  timing t;
-  if (warm < min_run_s)
-    t.calls_per_run = static_cast<std::uint64_t>(
-        std::min(1e6, std::ceil(min_run_s / std::max(warm, 1e-7))));
+  const std::uint64_t calls = calls_per_run_for(seconds_of(op));
   std::vector<double> per_call;
   for (unsigned r = 0; r < repeat; ++r) {
     double timed = 0;
-    for (std::uint64_t c = 0; c < t.calls_per_run; ++c) {
+    for (std::uint64_t c = 0; c < calls; ++c) {
       setup();
       timed += seconds_of(op);
     }
-    per_call.push_back(timed / static_cast<double>(t.calls_per_run));
+    per_call.push_back(timed / static_cast<double>(calls));
   }
-  std::sort(per_call.begin(), per_call.end());
-  t.best_s = per_call.front();
-  t.median_s = per_call[per_call.size() / 2];
-  return t;
+  return summarize(std::move(per_call), calls);
 }
 
 /// A 64-bit digest of `bytes` bytes, to compare bits and answers between engines.
