@@ -1,15 +1,7 @@
 # Shared by the tests/cli/safety_*.sh scripts (issue 22: the command line
 # never loses a user's data). Source it with the gbf binary as $1: it makes a
 # scratch directory, cds there and defines the checks. Needs bash and python3.
-set -u
-GBF=$1
-CLI_TESTS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-cd "$WORK" || exit 1
-failures=0
-
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "${BASH_SOURCE[0]}")/cli_common.sh" "$1"
 
 # expect_rc RC CMD...: runs CMD (stdout -> out, stderr -> err), checks its exit code.
 expect_rc() {

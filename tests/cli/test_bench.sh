@@ -5,13 +5,7 @@
 # Usage: test_bench.sh path/to/gbf
 set -u
 
-GBF=$1
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-cd "$WORK"
-failures=0
-
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "${BASH_SOURCE[0]}")/cli_common.sh" "$1"
 
 # A home of its own: the bench writes its outputs and nothing else (no cache).
 mkdir home

@@ -6,13 +6,7 @@
 # Usage: test_bench_counting.sh path/to/gbf
 set -u
 
-GBF=$1
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-cd "$WORK"
-failures=0
-
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "${BASH_SOURCE[0]}")/cli_common.sh" "$1"
 
 "$GBF" bench --kinds plain,counting --ops add,contains,remove,remove-unchecked --batches 1e3,1e4 \
   --filter-mib 1 --repeat 1 --json J.json --plot P.png >out 2>err

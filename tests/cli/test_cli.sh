@@ -2,13 +2,7 @@
 # CLI tests: run the gbf binary on small files, check outputs and exit codes.
 # Usage: test_cli.sh path/to/gbf
 set -u
-GBF=$1
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-cd "$WORK"
-failures=0
-
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "${BASH_SOURCE[0]}")/cli_common.sh" "$1"
 
 # expect_rc RC CMD...: runs CMD (stdout -> out, stderr -> err), checks its exit code.
 expect_rc() {

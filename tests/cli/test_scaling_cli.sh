@@ -4,13 +4,7 @@
 # file unchanged, and the errors of bad combinations.
 # Usage: test_scaling_cli.sh path/to/gbf
 set -u
-GBF=$1
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-cd "$WORK"
-failures=0
-
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "${BASH_SOURCE[0]}")/cli_common.sh" "$1"
 expect_rc() {
   local want=$1; shift
   "$@" >out 2>err
