@@ -13,6 +13,7 @@
 #include "host/backend.hpp"
 #include "host/cuckoo_backend.hpp"
 #include "host/keys.hpp"
+#include "host/verify.hpp"
 
 namespace gbf {
 namespace {
@@ -228,23 +229,13 @@ std::uint64_t cuckoo_filter::select_keys(const key_batch& keys, std::uint64_t* r
 }
 
 std::uint64_t cuckoo_filter::verify_keys(const key_batch& keys, const bool* found) const {
-  const key_batch batch = detail::check_batch("verify_contains", keys);
-  detail::check_results("verify_contains", batch, found);
-  if (batch.count == 0) return 0;
-  const detail::host_copy host(batch);
-  const std::vector<unsigned char> answers = detail::answers_on_host(found, batch.count, batch.space);
-  // The CPU twin with the portable probe, made and probed once.
-  options scalar;
-  scalar.simd = cpu_simd::scalar;
-  scalar.cpu_huge_pages = false;
-  auto cpu = detail::make_cpu_cuckoo(layout_, max_kicks_, scalar, nullptr);
-  const std::vector<std::uint32_t> table = words();
-  cpu->write_words(table.data());
-  std::unique_ptr<bool[]> expected(new bool[batch.count]);
-  cpu->contains(host.batch, expected.get(), {"verify_contains", nullptr, false});
-  std::uint64_t mismatches = 0;
-  for (std::size_t i = 0; i < batch.count; ++i) mismatches += expected[i] != (answers[i] != 0);
-  return mismatches;
+  return detail::verify_answers(keys, found, [&](const key_batch& host_keys, bool* expected) {
+    // The CPU twin with the portable probe.
+    auto cpu = detail::make_cpu_cuckoo(layout_, max_kicks_, detail::scalar_twin_options(), nullptr);
+    const std::vector<std::uint32_t> table = words();
+    cpu->write_words(table.data());
+    cpu->contains(host_keys, expected, {"verify_contains", nullptr, false});
+  }).mismatches;
 }
 
 void cuckoo_filter::clear() { impl_->clear(); }

@@ -11,6 +11,7 @@
 #include "host/backend.hpp"
 #include "host/bloom_backend.hpp"
 #include "host/keys.hpp"
+#include "host/verify.hpp"
 
 namespace gbf {
 namespace {
@@ -132,32 +133,13 @@ std::uint64_t filter::select_keys(const key_batch& keys, std::uint64_t* rows,
 }
 
 verify_report filter::verify_keys(const key_batch& keys, const bool* found) const {
-  const key_batch batch = detail::check_batch("verify_contains", keys);
-  detail::check_results("verify_contains", batch, found);
-  if (batch.count == 0) return {};
-  const detail::host_copy host(batch);
-  const std::vector<unsigned char> answers = detail::answers_on_host(found, batch.count, batch.space);
-
-  // The CPU twin: same layout, same bits, recomputed with the scalar reference
-  // kernel. Made, written and probed once: not worth huge pages' allocation cost.
-  options scalar;
-  scalar.simd = cpu_simd::scalar;
-  scalar.cpu_huge_pages = false;
-  auto cpu = detail::make_cpu_bloom(layout_, scalar, nullptr);
-  const std::vector<std::uint32_t> bits = words();
-  cpu->write_words(bits.data());
-  std::unique_ptr<bool[]> expected(new bool[batch.count]);
-  cpu->contains(host.batch, expected.get(), {"verify_contains", nullptr, false});
-
-  verify_report report;
-  report.keys_checked = batch.count;
-  for (std::size_t i = 0; i < batch.count; ++i) {
-    if (expected[i] != (answers[i] != 0)) {
-      if (report.mismatches == 0) report.first_mismatch = i;
-      ++report.mismatches;
-    }
-  }
-  return report;
+  return detail::verify_answers(keys, found, [&](const key_batch& host_keys, bool* expected) {
+    // The CPU twin: same layout, same bits, the scalar reference kernel.
+    auto cpu = detail::make_cpu_bloom(layout_, detail::scalar_twin_options(), nullptr);
+    const std::vector<std::uint32_t> bits = words();
+    cpu->write_words(bits.data());
+    cpu->contains(host_keys, expected, {"verify_contains", nullptr, false});
+  });
 }
 
 void filter::clear() {

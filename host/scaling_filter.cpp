@@ -12,6 +12,7 @@
 
 #include "host/backend.hpp"
 #include "host/keys.hpp"
+#include "host/verify.hpp"
 #include "host/scaling_backend.hpp"
 
 namespace gbf {
@@ -374,35 +375,16 @@ std::uint64_t scaling_filter::select_keys(const key_batch& keys, std::uint64_t* 
 }
 
 verify_report scaling_filter::verify_keys(const key_batch& keys, const bool* found) const {
-  const key_batch batch = detail::check_batch("verify_contains", keys);
-  detail::check_results("verify_contains", batch, found);
-  if (batch.count == 0) return {};
-  const detail::host_copy host(batch);
-  const std::vector<unsigned char> answers =
-      detail::answers_on_host(found, batch.count, batch.space);
-
-  // The CPU twin of every level, probed with the scalar reference kernel.
-  options scalar;
-  scalar.simd = cpu_simd::scalar;
-  scalar.cpu_huge_pages = false;
-  auto cpu = detail::make_cpu_scaling(config_.s, scalar, nullptr);
-  for (std::size_t i = 0; i < levels_.size(); ++i) {
-    cpu->push_level(levels_[i].l);
-    const std::vector<std::uint32_t> bits = level_words(i);
-    cpu->write_words(i, bits.data());
-  }
-  std::unique_ptr<bool[]> expected(new bool[batch.count]);
-  cpu->contains(host.batch, expected.get(), {"verify_contains", nullptr, false});
-
-  verify_report report;
-  report.keys_checked = batch.count;
-  for (std::size_t i = 0; i < batch.count; ++i) {
-    if (expected[i] != (answers[i] != 0)) {
-      if (report.mismatches == 0) report.first_mismatch = i;
-      ++report.mismatches;
+  return detail::verify_answers(keys, found, [&](const key_batch& host_keys, bool* expected) {
+    // The CPU twin of every level, probed with the scalar reference kernel.
+    auto cpu = detail::make_cpu_scaling(config_.s, detail::scalar_twin_options(), nullptr);
+    for (std::size_t i = 0; i < levels_.size(); ++i) {
+      cpu->push_level(levels_[i].l);
+      const std::vector<std::uint32_t> bits = level_words(i);
+      cpu->write_words(i, bits.data());
     }
-  }
-  return report;
+    cpu->contains(host_keys, expected, {"verify_contains", nullptr, false});
+  });
 }
 
 void scaling_filter::merge(const scaling_filter& other) {
