@@ -1,21 +1,54 @@
 #!/usr/bin/env bash
 # Prepares, on the development machine, what a GPU session carries to the
-# device machine (which has nvcc, cmake and the CUDA tools but not Debian's
-# GoogleTest, Google Benchmark, libxxhash or CLI11, and cannot fetch them):
-#   build/device/  a Release build for sm_90 (H100/H200), built here
-#   .devlib/       the shared libraries those binaries need beyond glibc
-# Both are git-ignored. Carry the binaries, not the whole build (its objects
-# pass the 64 MiB limit): the device tool's `carry` takes at most 8 paths, e.g.
-#   .devlib build/device/tests/gbf_tests build/device/cli/gbf
-#   build/device/bench/gbf_bench_gpu build/device/bench/gbf_bench_strings
+# device machine (which has nvcc, cmake, Python 3.12 with NumPy/CuPy/PyTorch/
+# pyarrow and the CUDA tools, but not Debian's GoogleTest, Google Benchmark,
+# libxxhash or CLI11, and cannot fetch anything). Everything lands in one
+# git-ignored folder, so a device call carries a single path, `.device`:
+#   .device/bin/     the Release binaries for sm_90 (H100/H200) built in build/device:
+#                    gbf_tests, gbf_promise_tests, gbf_bench_analysis_tests, gbf (the CLI),
+#                    gbf_example_join_probe, gbf_bench_gpu, gbf_bench_strings, gbf_bench_parquet
+#   .device/lib/     the shared libraries they need beyond glibc
+#   .device/wheels/  the gbf Python package for CPython 3.12 (linked to the same
+#                    library) and the wheels its device tests use that the image lacks
+# Environment: GBF_CUCO_INCLUDE_DIR (a cuCollections include dir, e.g. .peers/cuco/include)
+# adds the cuco peer rows to gbf_bench_gpu; GBF_DEVICE_WHEELS="duckdb==X ..." downloads
+# extra wheels (default: duckdb, for the DuckDB cross-checks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 source scripts/env.sh
-cmake -S . -B build/device -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
-cmake --build build/device -j "$(nproc)"
-rm -rf .devlib && mkdir -p .devlib
-for bin in build/device/tests/gbf_tests build/device/cli/gbf build/device/bench/gbf_bench*; do
+cuco_args=()
+[ -n "${GBF_CUCO_INCLUDE_DIR:-}" ] && cuco_args=(-DGBF_CUCO_INCLUDE_DIR="$(realpath "$GBF_CUCO_INCLUDE_DIR")")
+cmake -S . -B build/device -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 "${cuco_args[@]}" >/dev/null
+# Only what runs on the device (the CPU-only fuzz driver and CPU benchmarks stay here).
+targets=(gbf_tests gbf_promise_tests gbf_bench_analysis_tests gbf_cli gbf_example_join_probe
+         gbf_bench_gpu gbf_bench_strings gbf_bench_parquet)
+cmake --build build/device -j "$(nproc)" --target "${targets[@]}"
+
+mkdir -p .device/bin .device/lib .device/wheels
+rm -f .device/bin/* .device/lib/*
+find build/device -maxdepth 3 -type f -perm -u+x -name 'gbf*' ! -name '*.so*' \
+  ! -path '*/CMakeFiles/*' -exec cp -t .device/bin {} +
+for bin in .device/bin/*; do
   ldd "$bin" | awk '/=> \// {print $3}' | grep -Ev '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*)\.so' || true
-done | sort -u | xargs -r cp -L -t .devlib
-du -sh build/device .devlib
+done | sort -u | xargs -r cp -L -t .device/lib
+
+# The Python package for the device's CPython 3.12, linked to the library just built.
+python312=$(PYENV_VERSION=3.12.1 command -v python3.12 || true)
+if [ -n "$python312" ]; then
+  PYENV_VERSION=3.12.1 "$python312" -m pip install -q --root-user-action=ignore nanobind scikit-build-core numpy
+  cmake --install build/device --prefix build/device/python-prefix >/dev/null
+  rm -f .device/wheels/gbf-*.whl
+  PYENV_VERSION=3.12.1 "$python312" -m pip wheel -q --no-deps --no-build-isolation ./python -w .device/wheels \
+    -C cmake.define.GBF_PREBUILT="$PWD/build/device/python-prefix" -C cmake.define.CMAKE_CUDA_ARCHITECTURES=90 \
+    -C build-dir="$PWD/build/python-device"
+else
+  echo "device_prep: no python3.12 here; the Python stage will have no gbf wheel" >&2
+fi
+for spec in ${GBF_DEVICE_WHEELS:-duckdb}; do
+  ls .device/wheels/"${spec%%=*}"-*.whl >/dev/null 2>&1 && continue
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
+    --platform manylinux2014_x86_64 -d .device/wheels "$spec"
+done
+du -sh .device/bin .device/lib .device/wheels

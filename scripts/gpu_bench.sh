@@ -10,8 +10,8 @@
 #                            then everything the command printed.
 #   usage: scripts/gpu_bench.sh NAME [COMMIT] [-- EXTRA_BENCHMARK_ARGS...]
 # COMMIT defaults to `git rev-parse HEAD` (the device machine's copy of the tree
-# may have no .git: then pass it). The binary is build/device/bench/gbf_bench_gpu
-# when it was carried (scripts/device_prep.sh builds it here; the device machine
+# may have no .git: then pass it). The binary is .device/bin/gbf_bench_gpu
+# (.device/bin, carried: scripts/device_prep.sh builds it here; the device machine
 # has no Google Benchmark), else $GBF_BENCH_GPU, else it is built with
 # `cmake --preset native` (needs libbenchmark-dev).
 set -uo pipefail
@@ -27,9 +27,9 @@ if [ $# -gt 0 ] && [ "$1" = "--" ]; then shift; fi
 [ -n "$commit" ] || commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 
 source scripts/env.sh
-export LD_LIBRARY_PATH="$PWD/.devlib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH="$PWD/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
-bin=${GBF_BENCH_GPU:-build/device/bench/gbf_bench_gpu}
+bin=${GBF_BENCH_GPU:-.device/bin/gbf_bench_gpu}
 if [ ! -x "$bin" ]; then
   echo "gpu_bench: no $bin; building with the native preset" >&2
   cmake --preset native >/dev/null || exit 1

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs on the device machine, over a tree prepared here by scripts/device_prep.sh,
-# one stage of the GPU evidence the open issues need. Each stage fits in one
-# device command (10 min) and writes OUT_DIR/<stage>.log whose first lines are
+# Runs on the device machine, over the `.device` folder scripts/device_prep.sh made
+# here (carry: .device), one stage of the GPU evidence the open issues need. Each
+# stage fits in one device command (10 min) and writes OUT_DIR/<name>.log whose
+# first lines are
 #   device: <GPU name>
 #   driver: <driver version>
 #   commit: <COMMIT>
@@ -12,28 +13,39 @@
 #   usage: scripts/gpu_evidence.sh STAGE OUT_DIR COMMIT
 #
 # Stages (rough device minutes on an H100/H200):
-#   tests      the whole test suite (GPU tests included)                      ~2
-#   sanitize   compute-sanitizer memcheck + racecheck on the GPU tests         ~5
-#   sweep      gbf bench --full without cpu1 (JSON and gnuplot script; make
-#              the PNG here: gnuplot OUT_DIR/sweep.gp)                         ~8
-#   strings    gbf_bench_strings (URL / id / long-tail mixes vs the bound)     ~3
-#   join       gbf join on the GPU: SF 1 and 10 x selectivity 1/5/25/100 %     ~4
-#   demo       scripts/demo.sh's command: gbf bench with the defaults          ~1
-# The kernel benchmarks (gbf_bench_gpu) have their own script, scripts/gpu_bench.sh
-# (docs/performance.md). The binaries come from build/device (carry: .devlib build/device/tests/gbf_tests
-# build/device/cli/gbf build/device/bench/gbf_bench_gpu build/device/bench/gbf_bench_strings).
+#   tests      what CTest runs, from the carried binaries (the CPU-only loader fuzz
+#              driver aside): the GoogleTest suites (GPU tests included: none may
+#              skip), the promise tests, the user-kernel example, the CLI scripts
+#              (whose automatic backend is the GPU there) and the DuckDB
+#              cross-checks of gbf parquet / gbf join                                ~3
+#   python     the Python package's pytest suite (CuPy, PyTorch, pyarrow device
+#              tests included) against the carried wheel                             ~2
+#   sanitize   compute-sanitizer memcheck, racecheck, synccheck and initcheck on
+#              the GPU tests (SANITIZE_TOOLS picks a subset)                          ~6
+#   sweep      gbf bench --full without cpu1 (JSON and PNG)                           ~8
+#   strings    gbf_bench_strings (URL / id / long-tail mixes vs the bound)           ~3
+#   join       gbf join on the GPU: SF 1 and 10 x selectivity 1/5/25/100 %           ~4
+#   demo       scripts/demo.sh's command: gbf bench with the defaults                ~1
+# The kernel benchmarks (gbf_bench_gpu) have their own script, scripts/gpu_bench.sh.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 stage=${1:?usage: scripts/gpu_evidence.sh STAGE OUT_DIR COMMIT} out=${2:?output directory} commit=${3:?commit sha of the code that was built}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-export LD_LIBRARY_PATH="$PWD/.devlib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+bin=$PWD/.device/bin
+export LD_LIBRARY_PATH="$PWD/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 query=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)
 device=${query%,*}
 driver=${query##*, }
-tests=build/device/tests/gbf_tests
-gbf=build/device/cli/gbf
+gbf=$bin/gbf
 status=0
+
+# The carried wheels (gbf, duckdb) go into one scratch site-packages ahead of the image's.
+install_wheels() {
+  [ -d /tmp/gbf-site ] && return
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/gbf-site \
+    .device/wheels/*.whl >/dev/null 2>&1 || echo "warning: a carried wheel did not install" >&2
+}
 
 # run NAME COMMAND...: runs COMMAND, logging it under NAME with the header.
 run() {
@@ -51,25 +63,65 @@ run() {
   grep -q '^exit status: 0$' "$out/$name.log" || status=1
 }
 
+# suite: each CTest entry that needs no build tree, one line of verdict per entry;
+# fails when any entry fails or a GPU GoogleTest skips.
+suite() {
+  local failed=0 entry rc
+  item() {  # item NAME COMMAND...: 0 passed, 77 skipped (by design), else failed
+    entry=$1
+    shift
+    echo "=== $entry: $*"
+    "$@"
+    rc=$?
+    case $rc in
+      0) echo "=== $entry: passed" ;;
+      77) echo "=== $entry: skipped" ;;
+      *) echo "=== $entry: FAILED (exit $rc)"; failed=$((failed + 1)) ;;
+    esac
+  }
+  item gtest "$bin/gbf_tests" --gtest_brief=1
+  # A GPU test that skips on a GPU machine is a failure here (multi-GPU tests excepted).
+  "$bin/gbf_tests" --gtest_filter='*Gpu*:DeviceRef*' --gtest_brief=0 2>&1 | grep -E '^\[  SKIPPED \]' \
+    | grep -v -i 'multi' > /tmp/gpu-skips && { echo "=== GPU tests skipped on a GPU:"; cat /tmp/gpu-skips; failed=$((failed + 1)); }
+  item bench_analysis "$bin/gbf_bench_analysis_tests" --gtest_brief=1
+  item example.join_probe "$bin/gbf_example_join_probe"
+  item promises "$bin/gbf_promise_tests" --gtest_brief=1
+  for script in test_cli test_scaling_cli test_counting test_cuckoo test_bench test_bench_counting \
+                safety_concurrent_writers safety_read_errors safety_outputs safety_symlinks \
+                safety_signals safety_small_items safety_crash; do
+    item "cli.$script" tests/cli/$script.sh "$gbf"
+  done
+  item parquet.duckdb python3 tests/parquet/check_duckdb.py "$gbf" --absent 1000
+  item join.duckdb tests/join/check_duckdb.sh "$gbf"
+  echo "=== $failed failed"
+  return "$failed"
+}
+
 case $stage in
   tests)
-    run tests "$tests" ;;
+    install_wheels
+    export PYTHONPATH=/tmp/gbf-site${PYTHONPATH:+:$PYTHONPATH}
+    run tests suite ;;
+  python)
+    install_wheels
+    run python env PYTHONPATH=/tmp/gbf-site GBF_CLI="$gbf" python3 -m pytest -q -rs python/tests ;;
   sanitize)
-    filter='*Gpu*'
-    run memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$tests" --gtest_filter="$filter"
-    run racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$tests" --gtest_filter="$filter" ;;
+    filter='*Gpu*:DeviceRef*'
+    for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}; do
+      run "$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 "$bin/gbf_tests" \
+        --gtest_filter="$filter" --gtest_brief=1
+    done ;;
   sweep)
     run sweep "$gbf" bench --full --repeat 3 --backends cpu,gpu-device,gpu-host \
       --json "$out/sweep.json" --plot "$out/sweep.png" ;;
   strings)
-    run strings build/device/bench/gbf_bench_strings --benchmark_format=json \
-      "--benchmark_out=$out/strings.json" ;;
+    run strings "$bin/gbf_bench_strings" --benchmark_format=json "--benchmark_out=$out/strings.json" ;;
   join)
     run join env OUT_TSV="$out/join.tsv" docs/join-prefilter/measure.sh "$gbf" --backend gpu ;;
   demo)
     run demo "$gbf" bench --json "$out/demo.json" --plot "$out/demo.png" ;;
   *)
-    echo "unknown stage '$stage' (tests, sanitize, sweep, strings, join, demo)" >&2
+    echo "unknown stage '$stage' (tests, python, sanitize, sweep, strings, join, demo)" >&2
     exit 2 ;;
 esac
 exit $status
