@@ -4,10 +4,12 @@
 # pyarrow and the CUDA tools, but not Debian's GoogleTest, Google Benchmark,
 # libxxhash or CLI11, and cannot fetch anything). Everything lands in one
 # git-ignored folder, so a device call carries a single path, `.device`:
-#   .device/bin/     the Release binaries for sm_90 (H100/H200) built in build/device:
+#   .device/bundle.tar.gz  bin/ and lib/, unpacked there into .device/:
+#     bin/           the Release binaries for sm_90 (H100/H200) built in build/device:
 #                    gbf_tests, gbf_promise_tests, gbf_bench_analysis_tests, gbf (the CLI),
 #                    gbf_example_join_probe, gbf_bench_gpu, gbf_bench_strings, gbf_bench_parquet
-#   .device/lib/     the shared libraries they need beyond glibc
+#     lib/           the shared libraries they need beyond glibc (lib/cxx: the C++
+#                    runtime, for the binaries only)
 #   .device/wheels/  the gbf Python package for CPython 3.12 (linked to the same
 #                    library) and the wheels its device tests use that the image lacks
 # Environment: GBF_CUCO_INCLUDE_DIR (a cuCollections include dir, e.g. .peers/cuco/include)
@@ -25,13 +27,23 @@ targets=(gbf_tests gbf_promise_tests gbf_bench_analysis_tests gbf_cli gbf_exampl
          gbf_bench_gpu gbf_bench_strings gbf_bench_parquet)
 cmake --build build/device -j "$(nproc)" --target "${targets[@]}"
 
-mkdir -p .device/bin .device/lib .device/wheels
-rm -f .device/bin/* .device/lib/*
-find build/device -maxdepth 3 -type f -perm -u+x -name 'gbf*' ! -name '*.so*' \
-  ! -path '*/CMakeFiles/*' -exec cp -t .device/bin {} +
-for bin in .device/bin/*; do
+# The binaries and their libraries travel as one compressed archive (the device
+# tool carries at most 64 MiB; the kernels' fatbins compress about 4x):
+# gpu_evidence.sh and gpu_bench.sh unpack it into .device/{bin,lib} there.
+stage=build/device/stage
+rm -rf "$stage" && mkdir -p "$stage/bin" "$stage/lib" .device/wheels
+find build/device/{tests,cli,bench,examples} -maxdepth 1 -type f -perm -u+x -name 'gbf*' \
+  -exec cp -t "$stage/bin" {} +
+strip "$stage"/bin/*
+for bin in "$stage"/bin/*; do
   ldd "$bin" | awk '/=> \// {print $3}' | grep -Ev '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*)\.so' || true
-done | sort -u | xargs -r cp -L -t .device/lib
+done | sort -u | xargs -r cp -L -t "$stage/lib"
+# The C++ runtime apart: the binaries take it (the image's may be older than this
+# compiler's), Python must not (PyTorch there needs its own, newer one).
+mkdir -p "$stage/lib/cxx"
+mv "$stage"/lib/libstdc++.so* "$stage"/lib/libgcc_s.so* "$stage/lib/cxx/" 2>/dev/null || true
+rm -rf .device/bin .device/lib
+tar -czf .device/bundle.tar.gz -C "$stage" bin lib
 
 # The Python package for the device's CPython 3.12, linked to the library just built.
 python312=$(PYENV_VERSION=3.12.1 command -v python3.12 || true)
@@ -51,4 +63,4 @@ for spec in ${GBF_DEVICE_WHEELS:-duckdb}; do
     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
     --platform manylinux2014_x86_64 -d .device/wheels "$spec"
 done
-du -sh .device/bin .device/lib .device/wheels
+du -sh .device/bundle.tar.gz .device/wheels

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the device machine, over the `.device` folder scripts/device_prep.sh made
-# here (carry: .device), one stage of the GPU evidence the open issues need. Each
+# here (carry: .device; its bundle is unpacked on first use), one stage of the GPU evidence the open issues need. Each
 # stage fits in one device command (10 min) and writes OUT_DIR/<name>.log whose
 # first lines are
 #   device: <GPU name>
@@ -32,8 +32,12 @@ cd "$(dirname "$0")/.."
 stage=${1:?usage: scripts/gpu_evidence.sh STAGE OUT_DIR COMMIT} out=${2:?output directory} commit=${3:?commit sha of the code that was built}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
+[ -d .device/bin ] || tar -xzf .device/bundle.tar.gz -C .device || exit 1
 bin=$PWD/.device/bin
-export LD_LIBRARY_PATH="$PWD/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# Python (the python stage, the DuckDB checks) sees the carried libraries but not the
+# carried C++ runtime; the binaries see both.
+python_libs="$PWD/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH="$PWD/.device/lib:$PWD/.device/lib/cxx${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 query=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)
 device=${query%,*}
 driver=${query##*, }
@@ -79,10 +83,13 @@ suite() {
       *) echo "=== $entry: FAILED (exit $rc)"; failed=$((failed + 1)) ;;
     esac
   }
-  item gtest "$bin/gbf_tests" --gtest_brief=1
-  # A GPU test that skips on a GPU machine is a failure here (multi-GPU tests excepted).
-  "$bin/gbf_tests" --gtest_filter='*Gpu*:DeviceRef*' --gtest_brief=0 2>&1 | grep -E '^\[  SKIPPED \]' \
-    | grep -v -i 'multi' > /tmp/gpu-skips && { echo "=== GPU tests skipped on a GPU:"; cat /tmp/gpu-skips; failed=$((failed + 1)); }
+  item gtest "$bin/gbf_tests" --gtest_output="xml:$out/gtest.xml"
+  # A GPU test that skips on a GPU machine is a failure here (the no-GPU tests and
+  # multi-GPU tests excepted).
+  if grep 'result="skipped"' "$out/gtest.xml" 2>/dev/null | grep -E 'classname="[^"]*(Gpu|DeviceRef)' \
+      | grep -v -i -e GpuAbsent -e multi > /tmp/gpu-skips; then
+    echo "=== GPU tests skipped on a GPU:"; cat /tmp/gpu-skips; failed=$((failed + 1))
+  fi
   item bench_analysis "$bin/gbf_bench_analysis_tests" --gtest_brief=1
   item example.join_probe "$bin/gbf_example_join_probe"
   item promises "$bin/gbf_promise_tests" --gtest_brief=1
@@ -91,8 +98,8 @@ suite() {
                 safety_signals safety_small_items safety_crash; do
     item "cli.$script" tests/cli/$script.sh "$gbf"
   done
-  item parquet.duckdb python3 tests/parquet/check_duckdb.py "$gbf" --absent 1000
-  item join.duckdb tests/join/check_duckdb.sh "$gbf"
+  item parquet.duckdb env LD_LIBRARY_PATH="$python_libs" python3 tests/parquet/check_duckdb.py "$gbf" --absent 1000
+  item join.duckdb env LD_LIBRARY_PATH="$python_libs" tests/join/check_duckdb.sh "$gbf"
   echo "=== $failed failed"
   return "$failed"
 }
@@ -104,7 +111,8 @@ case $stage in
     run tests suite ;;
   python)
     install_wheels
-    run python env PYTHONPATH=/tmp/gbf-site GBF_CLI="$gbf" python3 -m pytest -q -rs python/tests ;;
+    run python env LD_LIBRARY_PATH="$python_libs" PYTHONPATH=/tmp/gbf-site GBF_CLI="$gbf" \
+      python3 -m pytest -q -rs python/tests ;;
   sanitize)
     filter='*Gpu*:DeviceRef*'
     for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}; do
