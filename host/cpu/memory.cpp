@@ -13,6 +13,7 @@
 #include "host/cpu/memory.hpp"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -59,19 +60,33 @@ void word_deleter::operator()(std::uint32_t* p) const noexcept {
     std::free(p);
 }
 
+static std::uint64_t physical_memory_bytes() noexcept {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page_bytes = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_bytes <= 0) return 0;
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_bytes);
+}
+
 word_array allocate_words(std::uint64_t bytes, bool huge_pages, const char* what) {
-  const auto fail = [bytes, what] {
+  const auto fail = [bytes, what](const std::string& why) {
     return allocation_error(std::string("cannot allocate ") + what + " of " +
-                                std::to_string(bytes) + " bytes",
+                                std::to_string(bytes) + " bytes" + why,
                             bytes);
   };
+  // The array is zeroed (every page touched) before it is returned. Where the
+  // kernel overcommits, an mmap larger than the machine succeeds and that
+  // memset is what fails: the OOM killer ends the process, no exception. A bit
+  // array is probed at random, so one that cannot be resident is useless
+  // anyway: refuse what exceeds physical memory up front, by name.
+  if (const std::uint64_t physical = physical_memory_bytes(); physical != 0 && bytes > physical)
+    throw fail(": more than this machine's " + std::to_string(physical) + " bytes of physical memory");
   if (huge_pages && bytes >= huge_page_bytes) {
     // Huge pages back only 2 MiB-aligned ranges: map one extra huge page and
     // trim the mapping to an aligned start.
     const std::uint64_t mapped = (bytes + huge_page_bytes - 1) / huge_page_bytes * huge_page_bytes;
     void* raw = ::mmap(nullptr, mapped + huge_page_bytes, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED) throw fail();
+    if (raw == MAP_FAILED) throw fail("");
     const auto raw_start = reinterpret_cast<std::uintptr_t>(raw);
     const std::uintptr_t start = (raw_start + huge_page_bytes - 1) / huge_page_bytes * huge_page_bytes;
     if (start > raw_start) ::munmap(raw, start - raw_start);
@@ -90,7 +105,7 @@ word_array allocate_words(std::uint64_t bytes, bool huge_pages, const char* what
   // aligned_alloc takes only multiples of the alignment.
   const std::uint64_t padded = (bytes + cache_line_bytes - 1) / cache_line_bytes * cache_line_bytes;
   void* memory = std::aligned_alloc(cache_line_bytes, padded);
-  if (memory == nullptr) throw fail();
+  if (memory == nullptr) throw fail("");
   std::memset(memory, 0, padded);
   return word_array(static_cast<std::uint32_t*>(memory));
 }

@@ -18,7 +18,8 @@ using word_array = std::unique_ptr<std::uint32_t[], word_deleter>;
 /// A zeroed, 64-byte aligned array of `bytes` bytes (a block never straddles a
 /// cache line; AVX2 loads of a block are aligned). With `huge_pages`, arrays of
 /// 2 MiB or more are mapped 2 MiB-aligned and advised MADV_HUGEPAGE (see
-/// memory.cpp). Throws allocation_error naming `what` and the size.
+/// memory.cpp). Throws allocation_error naming `what` and the size, also up front
+/// when the size exceeds the machine's physical memory (no OOM kill mid-memset).
 word_array allocate_words(std::uint64_t bytes, bool huge_pages, const char* what);
 
 /// Set bits in words[0, n) (POPCNT where the CPU has it).

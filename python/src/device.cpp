@@ -138,6 +138,10 @@ std::optional<std::uintptr_t> stream_value(nb::handle keys, nb::handle stream) {
 
 bool is_device_array(nb::handle obj) {
   if (has_attr(obj, "__cuda_array_interface__") || is_device_strings(obj)) return true;
+  // Arrow arrays and streams are host memory read through the Arrow C data interface
+  // (nulls, strings, slices). pyarrow >= 2x also has __dlpack_device__, which raises
+  // for string arrays and arrays with nulls: it must not be asked first.
+  if (has_attr(obj, "__arrow_c_array__") || has_attr(obj, "__arrow_c_stream__")) return false;
   if (!has_attr(obj, "__dlpack_device__") || PyArray_Check(obj.ptr())) return false;
   nb::object where = obj.attr("__dlpack_device__")();
   const int type = nb::cast<int>(nb::cast<nb::tuple>(where)[0]);

@@ -50,10 +50,11 @@ def test_construction_variants():
     assert exact.layout == gbf.Layout(4, 8, 1, 100)
     assert exact.capacity is None and exact.fpp is None
     assert exact.size_bytes == 100 * 4 * 4 and exact.num_bits == 100 * 4 * 32
-    assert exact.backend == "cpu" and "cpu" in exact.backend_description
+    auto = "gpu" if gbf.gpu_status()[0] else "cpu"  # backend="auto": the GPU when one is usable
+    assert exact.backend == auto and auto in exact.backend_description
     assert str(gbf.Layout(8, 8, 0)) == "8/8/0"
     assert "4 words/block" in str(exact.layout)
-    assert "gbf.Filter on cpu" in repr(exact)
+    assert f"gbf.Filter on {auto}" in repr(exact)
 
 
 @pytest.mark.parametrize("kwargs, error, words", [

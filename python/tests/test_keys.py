@@ -144,6 +144,33 @@ def test_in_needs_one_key(f):
         np.arange(3) in f
 
 
+class _ArrowWithRaisingDlpack:
+    """An Arrow array as newer pyarrow shows it: __arrow_c_array__ for the data, and a
+    __dlpack_device__ that raises for strings and arrays with nulls (pyarrow 2x on the
+    GPU machine did; the 26.0 here returns (1, 0))."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __arrow_c_array__(self, requested_schema=None):
+        return self.array.__arrow_c_array__(requested_schema)
+
+    def __dlpack_device__(self):
+        raise TypeError("Can only use DLPack on arrays with no nulls.")
+
+
+def test_arrow_arrays_are_read_as_arrow_even_when_their_dlpack_raises():
+    words = [f"w{i}" if i % 5 else None for i in range(500)]
+    numbers = pa.array([i if i % 3 else None for i in range(500)], type=pa.uint64())
+    for arr in (pa.array(words), numbers):
+        f = gbf.Filter(2_000, 0.001, backend="cpu")
+        f.add(_ArrowWithRaisingDlpack(arr))
+        expected = np.array([v is not None for v in arr.to_pylist()])
+        assert f.stats().keys_added == expected.sum()
+        assert np.array_equal(f.contains(_ArrowWithRaisingDlpack(arr)), expected)
+        assert np.array_equal(f.contains(arr), expected)
+
+
 def test_arrow_strings_with_nulls_and_slices(rng):
     words = [f"w{i}" if i % 5 else None for i in range(1_000)]
     arr = pa.array(words)

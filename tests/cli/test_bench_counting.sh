@@ -26,11 +26,13 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["kinds"] == ["plain", "counting"], d["kinds"]
 rows = d["rows"]
+backends = sorted({r["backend"] for r in rows})  # cpu1 and cpu; gpu-device and gpu-host on a GPU machine
+assert {"cpu1", "cpu"} <= set(backends), backends
 want = {("plain", "add"), ("plain", "contains"), ("counting", "add"), ("counting", "contains"),
         ("counting", "remove"), ("counting", "remove-unchecked")}
 assert {(r["kind"], r["op"]) for r in rows} == want, sorted({(r["kind"], r["op"]) for r in rows})
 for kind, op in want:
-    for backend in ("cpu1", "cpu"):
+    for backend in backends:
         got = [r for r in rows if (r["kind"], r["op"], r["backend"]) == (kind, op, backend)]
         assert sorted(r["batch"] for r in got) == [1000, 10000], (kind, op, backend, got)
         for r in got:
@@ -46,14 +48,14 @@ for kind, op in want:
             if kind == "counting" and op == "contains":
                 assert "answers = plain filter's" in r["verification_detail"], r
 # The same probe keys, fill and layout: the counting filter's false positives are the plain filter's.
-for backend in ("cpu1", "cpu"):
+for backend in backends:
     for b in (1000, 10000):
         fp = {r["kind"]: r["false_positives"] for r in rows
               if r["op"] == "contains" and r["backend"] == backend and r["batch"] == b}
         assert fp["plain"] == fp["counting"], (backend, b, fp)
 ratios = d["counting_vs_plain"]
 assert sorted({(x["op"], x["backend"], x["batch"]) for x in ratios}) == sorted(
-    (op, backend, b) for op in ("add", "contains") for backend in ("cpu1", "cpu") for b in (1000, 10000)), ratios
+    (op, backend, b) for op in ("add", "contains") for backend in backends for b in (1000, 10000)), ratios
 for x in ratios:
     assert x["time_ratio"] > 0, x
 assert {x["kind"] for x in d["crossover"]} == {"plain", "counting"}, d["crossover"]
