@@ -14,8 +14,9 @@
 // table the whole time (briefly twice), so no key present before can go
 // missing, whatever other threads do. When the copy finds no room, or the swap
 // finds another tag in the slot (a concurrent move or remove), the move is
-// undone (its copy removed) and the insert searches again, up to
-// insert_attempts times; the moves already made stay made and are harmless.
+// undone (one copy of the tag removed from its bucket pair, see undo_copy) and
+// the insert searches again, up to insert_attempts times; the moves already
+// made stay made and are harmless.
 // Two tags equal in the same bucket belong to keys with the same two buckets
 // and tag, so removing "a" copy of a tag is always as good as removing "the" copy.
 #pragma once
@@ -27,7 +28,10 @@
 namespace gbf::detail::gpu::cuckoo {
 
 /// Times a concurrent insert searches a chain again after a concurrent change broke one.
-inline constexpr int insert_attempts = 4;
+/// A batch that fills the table from empty to 90% at once has thousands of chains
+/// crossing each other near the end: 4 attempts left one key of 29491 uninserted
+/// on an H100 (GpuCuckoo.ConcurrentAddsAndRemovesAgreeWithTheMultisetModel).
+inline constexpr int insert_attempts = 16;
 
 /// Reads bucket `b` of `words` with two 16-byte non-coherent loads (for kernels that only read).
 __device__ __forceinline__ void load_bucket_readonly(const std::uint64_t* words, std::uint64_t b,
@@ -109,6 +113,21 @@ struct shared_table {
     }
   }
 
+  /// Takes back the extra copy of `tag` that a failed move put into bucket `to`
+  /// (its pair being {from, to}). Copies of a tag only move within its pair and
+  /// are copied before they are erased, so the pair always holds the extra one:
+  /// but another thread's move may have carried it, or another copy, from `to`
+  /// back to `from` meanwhile, so either bucket's copy will do (equal tags in a
+  /// pair are interchangeable). Removing from `to` alone left, when that copy had
+  /// moved, one tag too many: a phantom entry (seen on an H100 as occupied slots
+  /// = inserted keys + 1).
+  /// The rounds are bounded so that a remove of the same tag running at the same
+  /// time on another stream (which may take the pair's last copy) cannot hang it.
+  __device__ void undo_copy(std::uint64_t from, std::uint64_t to, std::uint32_t tag) const {
+    for (int round = 0; round < 1024; ++round)
+      if (remove_one(to, tag) || remove_one(from, tag)) return;
+  }
+
   /// Carries out chain[0, moves) from its far end (see the file comment);
   /// `done` counts the moves made. False when a concurrent change broke it.
   __device__ bool carry_out(const cuckoo_move* chain, std::uint32_t moves, std::uint32_t tag,
@@ -118,7 +137,7 @@ struct shared_table {
       const std::uint64_t to = cuckoo_alternate(m.bucket, m.tag, num_buckets);
       if (!place(to, m.tag)) return false;
       if (!swap(m.bucket, m.slot, m.tag, i == 0 ? tag : 0)) {
-        remove_one(to, m.tag);
+        undo_copy(m.bucket, to, m.tag);
         return false;
       }
       ++done;

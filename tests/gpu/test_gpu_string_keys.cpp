@@ -159,7 +159,8 @@ TEST_F(StringKeysGpu, BadDeviceOffsetsAreRejectedBeforeAnyBitIsWritten) {
   EXPECT_THROW((void)f.count(keys), gbf::invalid_argument);
   EXPECT_EQ(f.count(keys), 0u);  // reported once; the good batch now works
 
-  // synchronize() reports it too, and so does an integer operation.
+  // synchronize() reports it too, and so does an integer operation. data_bytes is
+  // 100 again, so offsets[17] = 40 < offsets[16] = 48 is the batch's only bad offset.
   keys.offsets = d_offsets.data();
   f.add_async(keys, nullptr);
   try {
@@ -167,7 +168,7 @@ TEST_F(StringKeysGpu, BadDeviceOffsetsAreRejectedBeforeAnyBitIsWritten) {
     ADD_FAILURE() << "synchronize() did not report the bad _async batch";
   } catch (const gbf::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("synchronize: string keys: an earlier _async call had a "
-                                         "bad offset at offsets[11]"),
+                                         "bad offset at offsets[17]"),
               std::string::npos)
         << e.what();
   }
