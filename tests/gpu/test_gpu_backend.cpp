@@ -421,6 +421,10 @@ TEST_F(GpuBackend, AsyncWithHostKeysThrowsInvalidArgument) {
   device_buffer<std::uint64_t> hits(1);
   const std::uint64_t garbage = 42;
   GBF_CUDA_TRY(cudaMemcpy(hits.data(), &garbage, sizeof(garbage), cudaMemcpyHostToDevice));
+  // A cudaMemcpy from pageable memory may return before its DMA lands, and `user`
+  // does not wait for the legacy stream: without this the 42 could arrive after
+  // count_async's zero (it did on an H100 under load).
+  GBF_CUDA_TRY(cudaDeviceSynchronize());
   EXPECT_NO_THROW(gpu->add(host_batch(keys.data(), 0), nullptr, async_on(user.get())));
   EXPECT_NO_THROW(gpu->count(host_batch(keys.data(), 0), hits.data(), async_on(user.get())));
   user.synchronize();
