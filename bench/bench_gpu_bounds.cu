@@ -82,16 +82,31 @@ __global__ void __launch_bounds__(block_threads)
 // Random atomic ORs: operation i ORs one bit into each of the Words words of
 // block gbf::block_index(splitmix64(seed + i), num_blocks), the result unused
 // (a RED, as in gbf's add). Words = 1 is the plain random 32-bit atomic; 8 and
-// 16 are exactly the write pattern of a W=8 / W=16 add, without the hashing.
+// 16 are the write pattern of a W=8 / W=16 add without the hashing, written the
+// fastest way known: Words lanes per block (lane l ORs word l % Words of the
+// operation of lane r * 32 / Words + l / Words in round r), so that one warp
+// instruction writes whole blocks, as gbf's add and cuCollections' cooperative
+// add do. (One thread per block, 8 REDs to scattered blocks per instruction,
+// measured about half of this on an H100 beyond L2: cuco's 11.4 Gkeys/s against
+// 4.5 G blocks/s at 16 GiB.) Warps step over groups of 32 operations together.
 template <int Words>
 __global__ void __launch_bounds__(block_threads)
     random_atomic_or_kernel(std::uint32_t* words, std::uint64_t num_blocks, std::size_t n,
                             std::uint64_t seed) {
-  for (std::size_t i = thread_index(); i < n; i += thread_count()) {
-    const std::uint64_t h = splitmix64(seed + i);
-    std::uint32_t* p = words + gbf::block_index(h, num_blocks) * Words;
+  constexpr unsigned ops_per_round = 32 / Words;
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned word = lane % Words;
+  for (std::size_t group = thread_index() - lane; group < n; group += thread_count()) {
+    const std::uint64_t h = splitmix64(seed + group + lane);
 #pragma unroll
-    for (int w = 0; w < Words; ++w) atomicOr(p + w, 1U << gbf::probe_bit(h, w));
+    for (unsigned round = 0; round < Words; ++round) {
+      const unsigned owner = round * ops_per_round + lane / Words;
+      const std::uint64_t owner_hash = __shfl_sync(0xffffffffu, h, static_cast<int>(owner));
+      if (group + owner < n) {
+        atomicOr(words + gbf::block_index(owner_hash, num_blocks) * Words + word,
+                 1U << gbf::probe_bit(owner_hash, word));
+      }
+    }
   }
 }
 

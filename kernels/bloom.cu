@@ -7,11 +7,18 @@
 namespace gbf::detail::gpu::bloom {
 namespace {
 
+// Integer keys are added a warp at a time (device_ref::add_hashes: W lanes write
+// each key's block together); string keys, hashed one per lane or per warp, one
+// key at a time.
 template <std::uint32_t W>
 struct add_op {
   device_ref<W> filter;
   static constexpr bool counts = false;
+  static constexpr bool per_warp = true;
   __device__ std::uint64_t seed() const { return filter.seed(); }
+  __device__ void keys(const warp_tile& warp, std::uint64_t h, bool valid) const {
+    filter.add_hashes(warp, h, valid);
+  }
   __device__ unsigned key(std::size_t, std::uint64_t h) const {
     filter.add_hash(h);
     return 0;

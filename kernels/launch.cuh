@@ -10,7 +10,16 @@
 //   static constexpr bool counts;                    // whether key()'s returns are summed
 //   counter_t* tally;                                // where the sum goes (when counts)
 //
-// and for_each_key runs it over a device batch of any key kind: integer keys
+// An operation may also declare
+//
+//   static constexpr bool per_warp = true;
+//   void keys(const warp_tile& warp, std::uint64_t h, bool valid) const;  // a warp's 32 keys
+//
+// (per_warp operations do not count): integer batches then run it once per warp
+// step with every lane's hash, so the warp can write blocks together; string
+// batches still call key() per key.
+//
+// for_each_key runs an operation over a device batch of any key kind: integer keys
 // hash their little-endian bytes, string keys their bytes (warp-cooperatively
 // for long ones), null keys and the keys of a batch whose offsets failed
 // validation go to skip(). The operation sees hashes only, so a kind's
@@ -29,6 +38,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "gbf/detail/cuda_check.hpp"
 #include "gbf/device_ref.cuh"
@@ -137,6 +147,46 @@ __global__ void __launch_bounds__(block_threads) integer_keys_kernel(integer_bat
   if constexpr (Op::counts) add_block_total(tally, op.tally);
 }
 
+template <class Op, class = void>
+struct has_per_warp : std::false_type {};
+template <class Op>
+struct has_per_warp<Op, std::void_t<decltype(Op::per_warp)>> : std::true_type {};
+
+/// Whether Op works a warp's keys together (Op::per_warp, see the file comment).
+template <class Op>
+constexpr bool is_per_warp() {
+  if constexpr (has_per_warp<Op>::value) {
+    return Op::per_warp;
+  } else {
+    return false;
+  }
+}
+
+/// Calls f(warp, i) for each index of this thread's warp steps: warps step over
+/// groups of 32 consecutive indices below n, i = group + lane (i may reach past n
+/// in the last group). The bounds depend on the warp only, so whole warps stay
+/// in step, as warp collectives need (block_threads is a multiple of 32).
+template <class F>
+__device__ __forceinline__ void for_each_warp_step(std::size_t n, F&& f) {
+  namespace cg = cooperative_groups;
+  const warp_tile warp = cg::tiled_partition<32>(cg::this_thread_block());
+  const std::size_t lane = warp.thread_rank();
+  for (std::size_t group = first_index() - lane; group < n; group += grid_stride()) f(warp, group + lane);
+}
+
+/// The integer key loop of a per_warp operation: op.keys gets every lane's hash of
+/// a warp step, valid = the lane has a non-null key.
+template <class Key, class Op>
+__global__ void __launch_bounds__(block_threads)
+    integer_keys_warp_kernel(integer_batch<Key> batch, Op op) {
+  static_assert(!Op::counts, "per_warp operations do not count");
+  const std::uint64_t seed = op.seed();
+  for_each_warp_step(batch.n, [&](const warp_tile& warp, std::size_t i) {
+    const bool valid = i < batch.n && key_valid(batch.validity, batch.validity_bit, i);
+    op.keys(warp, valid ? hash_key(batch.keys[i], seed) : 0, valid);
+  });
+}
+
 /// Calls op.key(i, hash) for each non-null key i, from the lane that owns it, and
 /// op.skip(i) for each null key; returns the lane's tally. Warps step over groups
 /// of 32 consecutive keys (the loop bounds depend on the warp only, so whole
@@ -154,12 +204,9 @@ __global__ void __launch_bounds__(block_threads) string_keys_kernel(string_batch
     // Rejected by validation (uniform over the grid): nothing is read or written but answers.
     for (std::size_t i = first_index(); i < batch.n; i += grid_stride()) op.skip(i);
   } else {
-    namespace cg = cooperative_groups;
-    const warp_tile warp = cg::tiled_partition<32>(cg::this_thread_block());
-    const unsigned lane = warp.thread_rank();
     const std::uint64_t seed = op.seed();
-    for (std::size_t group = first_index() - lane; group < batch.n; group += grid_stride()) {
-      const std::size_t i = group + lane;
+    for_each_warp_step(batch.n, [&](const warp_tile& warp, std::size_t i) {
+      const auto lane = static_cast<int>(warp.thread_rank());
       std::size_t begin = 0;
       std::size_t len = 0;
       bool is_long = false;
@@ -178,11 +225,21 @@ __global__ void __launch_bounds__(block_threads) string_keys_kernel(string_batch
         const std::size_t owner_begin = warp.shfl(begin, owner);
         const std::size_t owner_len = warp.shfl(len, owner);
         const std::uint64_t h = warp_xxh64(warp, batch.data + owner_begin, owner_len, seed);
-        if (static_cast<int>(lane) == owner) tally += op.key(i, h);
+        if (lane == owner) tally += op.key(i, h);
       }
-    }
+    });
   }
   if constexpr (Op::counts) add_block_total(tally, op.tally);
+}
+
+/// Runs `op` over a device batch of Key integers: a warp at a time for per_warp operations.
+template <class Key, class Op>
+void for_each_integer_key(const key_batch& keys, const Op& op, cudaStream_t stream) {
+  if constexpr (is_per_warp<Op>()) {
+    launch<integer_keys_warp_kernel<Key, Op>>(keys.count, stream, integer_batch_of<Key>(keys), op);
+  } else {
+    launch<integer_keys_kernel<Key, Op>>(keys.count, stream, integer_batch_of<Key>(keys), op);
+  }
 }
 
 /// Runs `op` over a device batch of any key kind on `stream`. `status` (string
@@ -193,11 +250,9 @@ void for_each_key(const key_batch& keys, const Op& op, const std::uint64_t* stat
                   cudaStream_t stream) {
   switch (keys.kind) {
     case key_kind::u32:
-      return launch<integer_keys_kernel<std::uint32_t, Op>>(
-          keys.count, stream, integer_batch_of<std::uint32_t>(keys), op);
+      return for_each_integer_key<std::uint32_t>(keys, op, stream);
     case key_kind::u64:
-      return launch<integer_keys_kernel<std::uint64_t, Op>>(
-          keys.count, stream, integer_batch_of<std::uint64_t>(keys), op);
+      return for_each_integer_key<std::uint64_t>(keys, op, stream);
     case key_kind::str32:
       return launch<string_keys_kernel<std::int32_t, Op>>(
           keys.count, stream, string_batch_of<std::int32_t>(keys, status), op);

@@ -60,7 +60,11 @@ run() {
     echo "device: $device"
     echo "driver: $driver"
     echo "commit: $commit"
-    echo "command: $*"
+    if [ "$1" = suite ]; then
+      echo "command: scripts/gpu_evidence.sh tests (each item's command on its '=== NAME:' line)"
+    else
+      echo "command: $*"
+    fi
     "$@" 2>&1
     echo "exit status: $?"
   } > "$out/$name.log"

@@ -46,6 +46,21 @@ __global__ void add_keys(gbf::device_ref<W> ref, const std::uint64_t* keys, std:
     ref.add(keys[i]);
 }
 
+// add_hashes: warps step over groups of 32 keys together; a lane past the end,
+// or whose key index is a multiple of 3, has no key (valid = false).
+template <std::uint32_t W>
+__global__ void add_keys_by_warp(gbf::device_ref<W> ref, const std::uint64_t* keys, std::size_t n) {
+  namespace cg = cooperative_groups;
+  const gbf::warp_tile warp = cg::tiled_partition<32>(cg::this_thread_block());
+  const std::size_t stride = std::size_t{gridDim.x} * blockDim.x;
+  for (std::size_t group = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x - warp.thread_rank();
+       group < n; group += stride) {
+    const std::size_t i = group + warp.thread_rank();
+    const bool valid = i < n && i % 3 != 0;
+    ref.add_hashes(warp, valid ? ref.hash(keys[i]) : 0, valid);
+  }
+}
+
 template <std::uint32_t W>
 __global__ void probe_keys(probe_only_ref<W> ref, const std::uint64_t* keys, std::size_t n,
                            bool* found) {
@@ -162,6 +177,19 @@ void check_kernels_match_the_filter(std::uint32_t k) {
   check_launch();
   EXPECT_EQ(gpu.words(), cpu.words()) << "the kernel's adds differ from the CPU's";
   EXPECT_EQ(gpu.count(keys.data(), keys.size()), keys.size());
+
+  // The warp-cooperative add sets the same bits as add() for the keys it is given.
+  {
+    gbf::filter by_warp(l, on_gpu());
+    gbf::filter some(l, on_cpu());
+    std::vector<std::uint64_t> given;
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      if (i % 3 != 0) given.push_back(keys[i]);
+    some.add(given.data(), given.size());
+    add_keys_by_warp<W><<<64, 256>>>(gbf::device_ref<W>(by_warp), device_keys.data(), keys.size());
+    check_launch();
+    EXPECT_EQ(by_warp.words(), some.words()) << "add_hashes differs from the CPU's adds";
+  }
 
   auto want = gbf::test::bools(queries.size());
   cpu.contains(queries.data(), queries.size(), want.get());
