@@ -255,7 +255,14 @@ def test_keyboard_interrupt_stops_at_a_chunk_boundary(rng):
     chunks added before it (the bits of a filter built from that prefix)."""
     keys = rng.integers(0, 2**64 - 1, size=4_000_000, dtype=np.uint64)
     chunk = 4_096
-    for delay in (0.03, 0.01, 0.06, 0.003, 0.12):
+    # The interrupt must land inside the add: aim at fractions of how long one whole
+    # add takes on this machine (fixed delays all missed it once on a loaded CI box).
+    timing = gbf.Filter(4_000_000, 0.01, threads=1)
+    timing.chunk_keys = chunk
+    start = time.monotonic()
+    timing.add(keys)
+    whole = time.monotonic() - start
+    for delay in (whole * fraction for fraction in (0.5, 0.25, 0.75, 0.1, 0.9)):
         f = gbf.Filter(4_000_000, 0.01, threads=1)
         f.chunk_keys = chunk
         interrupter = threading.Timer(delay, _thread.interrupt_main)
