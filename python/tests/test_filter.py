@@ -4,6 +4,7 @@ copies, errors, threads and Ctrl-C."""
 import copy
 import io
 import pickle
+import signal
 import threading
 import time
 import _thread
@@ -253,6 +254,16 @@ def test_batches_release_the_gil(rng):
 def test_keyboard_interrupt_stops_at_a_chunk_boundary(rng):
     """Ctrl-C during a long add: KeyboardInterrupt, and the filter holds exactly the
     chunks added before it (the bits of a filter built from that prefix)."""
+    # interrupt_main() does nothing while SIGINT is ignored, as it is in a process that a
+    # non-interactive shell started in the background (`cmd &`): CI harnesses do that.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _interrupt_an_add_at_a_chunk_boundary(rng)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _interrupt_an_add_at_a_chunk_boundary(rng):
     keys = rng.integers(0, 2**64 - 1, size=4_000_000, dtype=np.uint64)
     chunk = 4_096
     # The interrupt must land inside the add: aim at fractions of how long one whole
