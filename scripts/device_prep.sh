@@ -29,7 +29,7 @@ cmake --build build/device -j "$(nproc)" --target "${targets[@]}"
 
 # The binaries and their libraries travel as one compressed archive (the device
 # tool carries at most 64 MiB; the kernels' fatbins compress about 4x):
-# gpu_evidence.sh and gpu_bench.sh unpack it into .device/{bin,lib} there.
+# scripts/device_env.sh unpacks it into .device/{bin,lib} there.
 stage=build/device/stage
 rm -rf "$stage" && mkdir -p "$stage/bin" "$stage/lib" .device/wheels
 find build/device/{tests,cli,bench,examples} -maxdepth 1 -type f -perm -u+x -name 'gbf*' \

@@ -27,8 +27,7 @@ if [ $# -gt 0 ] && [ "$1" = "--" ]; then shift; fi
 [ -n "$commit" ] || commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 
 source scripts/env.sh
-[ -d .device/bin ] || [ ! -f .device/bundle.tar.gz ] || tar -xzf .device/bundle.tar.gz -C .device || exit 1
-export LD_LIBRARY_PATH="$PWD/.device/lib:$PWD/.device/lib/cxx${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+source scripts/device_env.sh
 
 bin=${GBF_BENCH_GPU:-.device/bin/gbf_bench_gpu}
 if [ ! -x "$bin" ]; then

@@ -18,7 +18,7 @@
 #              skip), the promise tests, the user-kernel example, the CLI scripts
 #              (whose automatic backend is the GPU there) and the DuckDB
 #              cross-checks of gbf parquet / gbf join                                ~3
-#   gtest      the GoogleTest suite alone (the first item of tests)                  ~1
+#   gtest      the GoogleTest suite alone (the first item of tests, same checks)    ~1
 #   python     the Python package's pytest suite (CuPy, PyTorch, pyarrow device
 #              tests included) against the carried wheel                             ~2
 #   sanitize   compute-sanitizer memcheck, racecheck, synccheck and initcheck on
@@ -33,12 +33,8 @@ cd "$(dirname "$0")/.."
 stage=${1:?usage: scripts/gpu_evidence.sh STAGE OUT_DIR COMMIT} out=${2:?output directory} commit=${3:?commit sha of the code that was built}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-[ -d .device/bin ] || tar -xzf .device/bundle.tar.gz -C .device || exit 1
+source scripts/device_env.sh  # .device/{bin,lib}, LD_LIBRARY_PATH, python_libs
 bin=$PWD/.device/bin
-# Python (the python stage, the DuckDB checks) sees the carried libraries but not the
-# carried C++ runtime; the binaries see both.
-python_libs="$PWD/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export LD_LIBRARY_PATH="$PWD/.device/lib:$PWD/.device/lib/cxx${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 query=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)
 device=${query%,*}
 driver=${query##*, }
@@ -60,8 +56,8 @@ run() {
     echo "device: $device"
     echo "driver: $driver"
     echo "commit: $commit"
-    if [ "$1" = suite ]; then
-      echo "command: scripts/gpu_evidence.sh tests (each item's command on its '=== NAME:' line)"
+    if declare -F "$1" >/dev/null; then  # a function of this script: it prints its commands
+      echo "command: scripts/gpu_evidence.sh $stage (the commands follow)"
     else
       echo "command: $*"
     fi
@@ -70,6 +66,24 @@ run() {
   } > "$out/$name.log"
   tail -n 3 "$out/$name.log"
   grep -q '^exit status: 0$' "$out/$name.log" || status=1
+}
+
+# gpu_gtest: the GoogleTest suite (JUnit XML beside the log); fails when a test
+# fails, or when a GPU test skips on this GPU machine, except the tests of the
+# no-GPU errors (GpuAbsent) and those that need more GPUs than it has.
+gpu_gtest() {
+  echo "$bin/gbf_tests --gtest_output=xml:$out/gtest.xml"
+  "$bin/gbf_tests" --gtest_output="xml:$out/gtest.xml" || return
+  LD_LIBRARY_PATH="$python_libs" python3 - "$out/gtest.xml" <<'PY'
+import re, sys, xml.etree.ElementTree as ET
+bad = [f"{case.get('classname')}.{case.get('name')}: {skip.get('message', '')}"
+       for case in ET.parse(sys.argv[1]).iter("testcase") for skip in case.iter("skipped")
+       if re.search("Gpu|DeviceRef", case.get("classname", "")) and case.get("classname") != "GpuAbsent"
+       and not re.search(r"needs (two|\d+) GPUs", skip.get("message", ""))]
+for line in bad:
+    print("=== GPU test skipped on a GPU:", line.strip().replace("\n", " "))
+sys.exit(1 if bad else 0)
+PY
 }
 
 # suite: each CTest entry that needs no build tree, one line of verdict per entry;
@@ -88,19 +102,7 @@ suite() {
       *) echo "=== $entry: FAILED (exit $rc)"; failed=$((failed + 1)) ;;
     esac
   }
-  item gtest "$bin/gbf_tests" --gtest_output="xml:$out/gtest.xml"
-  # A GPU test that skips on a GPU machine is a failure here, except the tests of
-  # the no-GPU errors (GpuAbsent) and those that need more GPUs than the machine has.
-  if python3 - "$out/gtest.xml" <<'PY'; then failed=$((failed + 1)); fi
-import re, sys, xml.etree.ElementTree as ET
-bad = [f"{case.get('classname')}.{case.get('name')}: {skip.get('message', '')}"
-       for case in ET.parse(sys.argv[1]).iter("testcase") for skip in case.iter("skipped")
-       if re.search("Gpu|DeviceRef", case.get("classname", "")) and case.get("classname") != "GpuAbsent"
-       and not re.search(r"needs (two|\d+) GPUs", skip.get("message", ""))]
-for line in bad:
-    print("=== GPU test skipped on a GPU:", line.strip().replace("\n", " "))
-sys.exit(0 if bad else 1)
-PY
+  item gtest gpu_gtest
   item bench_analysis "$bin/gbf_bench_analysis_tests" --gtest_brief=1
   item example.join_probe "$bin/gbf_example_join_probe"
   item promises "$bin/gbf_promise_tests" --gtest_brief=1
@@ -121,7 +123,7 @@ case $stage in
     export PYTHONPATH=/tmp/gbf-site${PYTHONPATH:+:$PYTHONPATH}
     run tests suite ;;
   gtest)
-    run gtest "$bin/gbf_tests" --gtest_output="xml:$out/gtest.xml" ;;
+    run gtest gpu_gtest ;;
   python)
     install_wheels
     run python env LD_LIBRARY_PATH="$python_libs" PYTHONPATH=/tmp/gbf-site GBF_CLI="$gbf" \

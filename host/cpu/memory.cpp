@@ -36,6 +36,14 @@ constexpr std::uint64_t huge_page_bytes = std::uint64_t{2} << 20;
 static_assert(sizeof(std::size_t) >= sizeof(std::uint64_t),
               "the largest filter (2^38 bytes) needs a 64-bit size_t");
 
+/// The machine's physical memory in bytes (0 when the system does not say).
+std::uint64_t physical_memory_bytes() noexcept {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page_bytes = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_bytes <= 0) return 0;
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_bytes);
+}
+
 // POPCNT is not in the x86-64 baseline, so without -mpopcnt __builtin_popcount
 // compiles to a libgcc call per word; the POPCNT entry point runs the same loop
 // with the instruction where the CPU has it.
@@ -60,15 +68,8 @@ void word_deleter::operator()(std::uint32_t* p) const noexcept {
     std::free(p);
 }
 
-static std::uint64_t physical_memory_bytes() noexcept {
-  const long pages = ::sysconf(_SC_PHYS_PAGES);
-  const long page_bytes = ::sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page_bytes <= 0) return 0;
-  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_bytes);
-}
-
 word_array allocate_words(std::uint64_t bytes, bool huge_pages, const char* what) {
-  const auto fail = [bytes, what](const std::string& why) {
+  const auto fail = [bytes, what](const std::string& why = "") {
     return allocation_error(std::string("cannot allocate ") + what + " of " +
                                 std::to_string(bytes) + " bytes" + why,
                             bytes);
@@ -86,7 +87,7 @@ word_array allocate_words(std::uint64_t bytes, bool huge_pages, const char* what
     const std::uint64_t mapped = (bytes + huge_page_bytes - 1) / huge_page_bytes * huge_page_bytes;
     void* raw = ::mmap(nullptr, mapped + huge_page_bytes, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED) throw fail("");
+    if (raw == MAP_FAILED) throw fail();
     const auto raw_start = reinterpret_cast<std::uintptr_t>(raw);
     const std::uintptr_t start = (raw_start + huge_page_bytes - 1) / huge_page_bytes * huge_page_bytes;
     if (start > raw_start) ::munmap(raw, start - raw_start);
@@ -105,7 +106,7 @@ word_array allocate_words(std::uint64_t bytes, bool huge_pages, const char* what
   // aligned_alloc takes only multiples of the alignment.
   const std::uint64_t padded = (bytes + cache_line_bytes - 1) / cache_line_bytes * cache_line_bytes;
   void* memory = std::aligned_alloc(cache_line_bytes, padded);
-  if (memory == nullptr) throw fail("");
+  if (memory == nullptr) throw fail();
   std::memset(memory, 0, padded);
   return word_array(static_cast<std::uint32_t*>(memory));
 }

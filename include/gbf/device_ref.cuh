@@ -260,7 +260,9 @@ class device_ref {
   /// round r, lane l ORs word l % W of the key of lane r * (32 / W) + l / W. One
   /// atomic instruction of the warp then covers 32 / W whole blocks (for W = 8, four
   /// 32-byte sectors) rather than 32 scattered words, W times fewer L2 requests than
-  /// add_hash in every lane. The bits set are add_hash's.
+  /// add_hash in every lane. The bits set are add_hash's: each lane computes its own
+  /// key's block and masks once, as add_hash does, and the writing lanes fetch them
+  /// by shuffles (W + 2 per round) rather than recomputing a word's probes per lane.
   __device__ __forceinline__ void add_hashes(const warp_tile& warp, std::uint64_t h,
                                              bool valid) const {
     static_assert(can_add, "a probe-only device_ref (const words) cannot add");
@@ -268,14 +270,22 @@ class device_ref {
     const std::uint32_t lane = warp.thread_rank();
     const std::uint32_t word = lane % WordsPerBlock;
     const std::uint32_t with_key = warp.ballot(valid);
+    std::uint32_t masks[WordsPerBlock];
+    masks_of(h, masks);
+    const std::uint64_t block = block_of(h);
 #pragma unroll
     for (std::uint32_t round = 0; round < WordsPerBlock; ++round) {
-      const std::uint32_t owner = round * keys_per_round + lane / WordsPerBlock;
-      const std::uint64_t owner_hash = warp.shfl(h, static_cast<int>(owner));
-      if ((with_key >> owner) & 1u) {
-        const std::uint32_t mask = block_word_mask<WordsPerBlock>(owner_hash, word, bits_per_key_);
-        if (mask != 0) atomicOr(words_ + block_of(owner_hash) * WordsPerBlock + word, mask);
+      const auto owner = static_cast<int>(round * keys_per_round + lane / WordsPerBlock);
+      const std::uint64_t owner_block = warp.shfl(block, owner);
+      // The owner's mask of this lane's word: every lane takes part in every shuffle.
+      std::uint32_t mask = 0;
+#pragma unroll
+      for (std::uint32_t w = 0; w < WordsPerBlock; ++w) {
+        const std::uint32_t owner_mask = warp.shfl(masks[w], owner);
+        if (w == word) mask = owner_mask;
       }
+      if (((with_key >> owner) & 1u) != 0 && mask != 0)
+        atomicOr(words_ + owner_block * WordsPerBlock + word, mask);
     }
   }
 

@@ -132,21 +132,6 @@ GBF_HD GBF_FORCEINLINE void block_masks(std::uint64_t h, std::uint32_t bits_per_
   }
 }
 
-/// Mask of word `w` (runtime, < W) of h's block: word w of block_masks<W>(h, k),
-/// computed alone. For code where each of W lanes writes one word of a block (the
-/// GPU's warp-cooperative add): the probe loop is unrolled over the constant 32 so
-/// the salts stay immediates, and probes outside word w are predicated off.
-template <std::uint32_t WordsPerBlock>
-GBF_HD GBF_FORCEINLINE std::uint32_t block_word_mask(std::uint64_t h, std::uint32_t w,
-                                                     std::uint32_t bits_per_key) {
-  std::uint32_t mask = 0;
-  GBF_UNROLL
-  for (std::uint32_t j = 0; j < max_bits_per_key; ++j) {
-    if (j < bits_per_key && j % WordsPerBlock == w) mask |= 1u << probe_bit(h, j);
-  }
-  return mask;
-}
-
 /// Mask of word `w` of h's block, for any runtime W and k (the portable path).
 GBF_HD GBF_FORCEINLINE constexpr std::uint32_t word_mask(std::uint64_t h, std::uint32_t w,
                                                          std::uint32_t words_per_block,

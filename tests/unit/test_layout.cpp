@@ -24,18 +24,6 @@ void masks_for(std::uint64_t h, const gbf::layout& l, std::uint32_t* out) {
   }
 }
 
-/// block_word_mask<W>(h, word, k) for a runtime W.
-std::uint32_t lane_word_mask(std::uint64_t h, std::uint32_t word, const gbf::layout& l) {
-  switch (l.words_per_block) {
-    case 1: return gbf::block_word_mask<1>(h, word, l.bits_per_key);
-    case 2: return gbf::block_word_mask<2>(h, word, l.bits_per_key);
-    case 4: return gbf::block_word_mask<4>(h, word, l.bits_per_key);
-    case 8: return gbf::block_word_mask<8>(h, word, l.bits_per_key);
-    case 16: return gbf::block_word_mask<16>(h, word, l.bits_per_key);
-    default: ADD_FAILURE() << "bad W"; return 0;
-  }
-}
-
 TEST(ParquetSbbf, SaltsAreTheSpecConstants) {
   const std::uint32_t spec[8] = {0x47b6137bU, 0x44974d91U, 0x8824ad5bU, 0xa2b7289dU,
                                  0x705495c7U, 0x2df1424bU, 0x9efc4947U, 0x5c6bfb31U};
@@ -88,7 +76,7 @@ TEST(Layout, BlockIndexIsMultiplyShiftAndInRangeForAnyBlockCount) {
   EXPECT_EQ(gbf::block_index(~0ULL, 1000), 999u);
 }
 
-TEST(Layout, UnrolledMasksEqualThePortableAndOneWordMasksForEveryLayout) {
+TEST(Layout, UnrolledMasksEqualThePortableWordMaskForEveryLayout) {
   std::mt19937_64 rng(3);
   for (std::uint32_t w : {1u, 2u, 4u, 8u, 16u}) {
     for (std::uint32_t k = w; k <= gbf::max_bits_per_key; ++k) {
@@ -102,8 +90,6 @@ TEST(Layout, UnrolledMasksEqualThePortableAndOneWordMasksForEveryLayout) {
         int bits = 0;
         for (std::uint32_t word = 0; word < w; ++word) {
           ASSERT_EQ(masks[word], gbf::word_mask(h, word, w, k)) << "W " << w << " k " << k;
-          // The one-word form the GPU's warp-cooperative add computes per lane.
-          ASSERT_EQ(masks[word], lane_word_mask(h, word, l)) << "W " << w << " k " << k;
           ASSERT_NE(masks[word], 0u) << "every word gets a bit";
           bits += __builtin_popcount(masks[word]);
         }
