@@ -6,17 +6,29 @@
 // threads. contains and count only read, so they split by key range.
 //
 // add (with or without is_new) writes, and partitions the batch by block
-// range instead, so that no two threads ever write the same block. Per chunk of
-// the batch, two rounds of threads:
-//   1. thread p takes a key range (contiguous, equal work), hashes each key once
-//      and sorts the hashes of its range into T buckets by owner, stably (owner
-//      o owns a contiguous block range, o = floor(b * T / B) through a
-//      fixed-point reciprocal; partition_fused / partition_sorted).
-//   2. thread o applies, in p order, bucket o of every range: the keys of its
-//      blocks in batch order, which is what the sequential loop does to those
-//      blocks (add with is_new must answer exactly as that loop would:
-//      bloom_backend.hpp). No two threads write the same word, so plain (SIMD)
-//      ORs are safe, and each key is hashed and visited once in all.
+// range instead, so that no two threads ever write the same block. The batch
+// goes a chunk at a time through two steps:
+//   1. partition: the chunk is cut into slices of equal work (4 per thread),
+//      and each slice's keys are hashed once and sorted into T buckets by
+//      owner, stably (owner o owns a contiguous block range, o = floor(b * T /
+//      B) through a fixed-point reciprocal; fused_partition / sorted_partition).
+//   2. apply: thread o applies, in slice order, bucket o of every slice: the
+//      keys of its blocks in batch order, which is what the sequential loop
+//      does to those blocks (add with is_new must answer exactly as that loop
+//      would: bloom_backend.hpp). No two threads write the same word, so plain
+//      (SIMD) ORs are safe, and each key is hashed and visited once in all.
+// One team of T threads runs the whole batch in rounds, meeting at a barrier
+// after each: in round r, each thread applies chunk r - 1 and, between its
+// keys (cpu::side_work, 8 keys at a time), partitions slices of chunk r into
+// the other of two scratch buffers. Beyond the caches a key's apply waits on
+// a DRAM miss; the hashing runs in that wait, as it does in one thread's loop
+// (which hashes key i + 40 while visiting key i). Slices are claimed one at a
+// time, so a thread that runs faster partitions more of them: the apply
+// share of each thread is fixed by its blocks, the partition is not, and on a
+// shared machine one vCPU often runs a third slower than the other.
+// Run one after the other (two thread rounds per chunk, fixed key ranges),
+// the two steps cost the hash and the miss in series: 0.50-0.68 of 2x one
+// thread's keys/s on 2 threads of the 2-vCPU EPYC.
 // A small filter (at most private_copy_max_bytes) takes a cheaper road for
 // plain add: threads 1..T-1 each add their key range into a zeroed private
 // copy of the bit array (it stays in their core's cache), thread 0 into the
@@ -28,17 +40,18 @@
 //
 // The earlier design (every thread reads the hashes of the whole batch and
 // keeps the keys of its blocks) cost each thread a pass over all keys, so 2
-// threads ran slower than 1 (issue 13). Its cost now: one more write and read
-// of each hash, and the hash no longer overlaps the probe's miss. Lock-free add (atomic fetch_or
-// over key ranges) is the alternative: a lock-prefixed OR per word drains the
-// store buffer and stops a core overlapping its cache misses
-// (bench/bench_cpu_peers.cpp measures it beside this design;
-// docs/cpu.md has the numbers).
+// threads ran slower than 1 (issue 13). The partition's cost: one more write
+// and read of each hash. Lock-free add (atomic fetch_or over key ranges) is
+// the alternative: a lock-prefixed OR per word drains the store buffer and
+// stops a core overlapping its cache misses (bench/bench_cpu_peers.cpp
+// measures it beside this design; docs/cpu.md has the numbers).
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -72,21 +85,22 @@ using cpu::stored_hashes;
 
 __extension__ typedef unsigned __int128 uint128;  // GCC and Clang; -Wpedantic-clean
 
-/// add's threads partition a chunk of keys at a time; chunks run one after
-/// another, which keeps batch order. Each chunk costs two rounds of threads
-/// (a start and a join each): on a shared, loaded machine a round waits for
-/// its last thread to be scheduled, so a batch takes about 8 chunks, at
-/// least 2^18 keys (round 1's scratch then stays in the last-level cache
-/// until round 2 reads it) and at most 2^23 cells of 8 bytes: `columns` is the
-/// owner columns (partition_fused) or 2 (partition_sorted's hashes and
-/// sorted copy), so scratch stays near 64 MiB, 104 MiB with is_new (5 more
-/// bytes a cell), whatever the batch size.
-constexpr std::uint64_t min_chunk_keys = std::uint64_t{1} << 18;
+/// add's threads partition a chunk of keys at a time, and chunks run one
+/// after another, which keeps batch order. Chunk c is partitioned in round c
+/// and applied in round c + 1, overlapped with the partition of chunk c + 1
+/// (see the top of the file), so the first round's hashing and the last
+/// round's applying are not hidden: a batch takes about 16 chunks (1/16 of
+/// it unhidden at each end), at least 2^17 keys (a round then outlasts its
+/// barrier by far), and the scratch of both rounds' buffers together at most
+/// 2^23 cells of 8 bytes (`cells_per_key`: 2 buffers x the owner columns,
+/// plus partition_sorted's unsorted copy), so scratch stays near 64 MiB,
+/// 104 MiB with is_new (5 more bytes a cell), whatever the batch size.
+constexpr std::uint64_t min_chunk_keys = std::uint64_t{1} << 17;
 constexpr std::uint64_t max_chunk_cells = std::uint64_t{1} << 23;
-constexpr std::uint64_t chunks_per_batch = 8;
+constexpr std::uint64_t chunks_per_batch = 16;
 
-inline std::uint64_t chunk_keys_for(std::uint64_t batch, unsigned columns) {
-  const std::uint64_t most = std::max(min_chunk_keys, max_chunk_cells / columns);
+inline std::uint64_t chunk_keys_for(std::uint64_t batch, unsigned cells_per_key) {
+  const std::uint64_t most = std::max(min_chunk_keys, max_chunk_cells / cells_per_key);
   return std::min(batch, std::clamp(batch / chunks_per_batch, min_chunk_keys, most));
 }
 
@@ -97,6 +111,10 @@ constexpr std::uint64_t private_copy_max_bytes = std::uint64_t{1} << 20;
 
 /// ... and the most memory all private copies may take together (many threads).
 constexpr std::uint64_t private_copies_max_total_bytes = std::uint64_t{64} << 20;
+
+/// Slices per thread a chunk's partition is cut into (claimed_partition):
+/// enough that the team's faster threads can take over a slower one's share.
+constexpr unsigned slices_per_thread = 4;
 
 /// Owners up to which round 1 keeps one cursor per owner in registers
 /// (partition_fused); beyond, it counting-sorts (partition_sorted).
@@ -111,8 +129,9 @@ constexpr unsigned max_add_threads = 256;
 /// and is monotone in it, so each thread owns one contiguous block range.
 struct block_owner {
   std::uint64_t reciprocal;  // floor(2^64 * parts / num_blocks), at most 2^64 - 1
-  block_owner(unsigned parts, std::uint64_t num_blocks) {
-    const uint128 r = (static_cast<uint128>(parts) << 64) / num_blocks;
+  unsigned parts;
+  block_owner(unsigned parts_, std::uint64_t num_blocks) : parts(parts_) {
+    const uint128 r = (static_cast<uint128>(parts_) << 64) / num_blocks;
     reciprocal = r > ~std::uint64_t{0} ? ~std::uint64_t{0} : static_cast<std::uint64_t>(r);
   }
   unsigned operator()(std::uint64_t block) const {
@@ -307,58 +326,106 @@ class cpu_bloom final : public bloom_backend {
       add_with_private_copies(keys, parts);
       return;
     }
-    const bool answers = results != nullptr;
-    const bool few = parts <= max_fused_owners;
-    const std::uint64_t chunk_cap = chunk_keys_for(keys.count, few ? parts : 2);
-    scratch_.reserve(chunk_cap, few ? parts : 1, !few, answers);
-    const block_owner owner_of(parts, layout_.num_blocks);
-    // Bucket (p, o): the keys of range p that owner o applies, in batch order.
-    // Few owners: owner o has a column of its own (sorted + o * column) and
-    // bucket (p, o) is [bounds[p], bucket_end[p * parts + o]) of it. Many: one
-    // column, range p's buckets fill [bounds[p], bounds[p + 1]) in owner order.
-    std::vector<std::uint64_t> bucket_end(std::size_t{parts} * parts);
-    cpu::with_hashes(keys, layout_.seed, [&](auto hash_of) {
-      for (std::uint64_t chunk = 0; chunk < keys.count; chunk += chunk_cap) {
-        const std::uint64_t chunk_keys = std::min(keys.count - chunk, chunk_cap);
-        key_batch piece = keys;  // the chunk's keys, for a work-balanced hashing split
-        piece.count = chunk_keys;
-        if (keys.is_string())
-          piece.offsets = static_cast<const unsigned char*>(keys.offsets) +
-                          chunk * offset_bytes(keys.kind);
-        const std::vector<std::uint64_t> bounds = cpu::key_bounds(piece, parts);
-        cpu::run_in_ranges(bounds, [&](unsigned p, std::uint64_t begin, std::uint64_t end) {
-          std::uint64_t* const ends = bucket_end.data() + std::size_t{p} * parts;
-          switch (few ? parts : 0) {
-            case 2: partition_fused<2>(hash_of, keys, chunk, begin, end, owner_of, ends, answers); break;
-            case 3: partition_fused<3>(hash_of, keys, chunk, begin, end, owner_of, ends, answers); break;
-            case 4: partition_fused<4>(hash_of, keys, chunk, begin, end, owner_of, ends, answers); break;
-            default: partition_sorted(hash_of, keys, chunk, begin, end, owner_of, parts, ends, answers);
-          }
-        });
-        std::vector<std::uint64_t> owners(parts + 1);
-        std::iota(owners.begin(), owners.end(), 0u);
-        cpu::run_in_ranges(owners, [&](unsigned o, std::uint64_t, std::uint64_t) {
-          const std::size_t column = few ? std::size_t{o} * scratch_.column : 0;
-          std::uint64_t* const sorted = scratch_.sorted.get() + column;
-          for (unsigned p = 0; p < parts; ++p) {
-            const std::uint64_t begin =
-                few || o == 0 ? bounds[p] : bucket_end[std::size_t{p} * parts + o - 1];
-            const std::uint64_t end = bucket_end[std::size_t{p} * parts + o];
-            if (begin == end) continue;
-            // Dense stored hashes: no nulls (round 1 dropped them), every block.
-            bool* const answer = answers ? scratch_.answers.get() + column : nullptr;
-            bloom_job<stored_hashes> owned =
-                job(op, stored_hashes{sorted}, begin, end, answer, nullptr, keys);
-            owned.keys.validity = nullptr;
-            kernels_.stored(owned);
-            if (answers) {
-              const std::uint32_t* const index = scratch_.index.get() + column;
-              for (std::uint64_t j = begin; j < end; ++j) results[chunk + index[j]] = answer[j];
-            }
-          }
-        });
+    const bool ran = cpu::with_hashes(keys, layout_.seed, [&](const auto& hash_of) {
+      using Hashes = std::decay_t<decltype(hash_of)>;
+      const bool answers = results != nullptr;
+      switch ((parts <= max_fused_owners ? parts : 0) * 2 + (answers ? 1 : 0)) {
+        case 4: return run_partitioned<fused_partition<2, false, Hashes>>(op, keys, hash_of, results, parts);
+        case 5: return run_partitioned<fused_partition<2, true, Hashes>>(op, keys, hash_of, results, parts);
+        case 6: return run_partitioned<fused_partition<3, false, Hashes>>(op, keys, hash_of, results, parts);
+        case 7: return run_partitioned<fused_partition<3, true, Hashes>>(op, keys, hash_of, results, parts);
+        case 8: return run_partitioned<fused_partition<4, false, Hashes>>(op, keys, hash_of, results, parts);
+        case 9: return run_partitioned<fused_partition<4, true, Hashes>>(op, keys, hash_of, results, parts);
+        case 0: return run_partitioned<sorted_partition<false, Hashes>>(op, keys, hash_of, results, parts);
+        default: return run_partitioned<sorted_partition<true, Hashes>>(op, keys, hash_of, results, parts);
       }
     });
+    // A thread that could not be started: the same bits and answers from one.
+    if (!ran) run_keys(op, keys, results, 1);
+  }
+
+  /// The partitioned add on a team of `parts` threads. Round r: each thread
+  /// applies, as owner t, chunk r - 1 from buffer (r - 1) % 2, and between its
+  /// keys partitions slices of chunk r into buffer r % 2 (claimed_partition);
+  /// then the team meets. Returns false, having done nothing, when the team
+  /// could not be started.
+  template <class Partition, class Hashes>
+  bool run_partitioned(kernel_op op, const key_batch& keys, const Hashes& hash_of,
+                       bool* results, unsigned parts) {
+    const bool answers = results != nullptr;
+    const unsigned columns = Partition::few_owners ? parts : 1;
+    const unsigned slices = parts * slices_per_thread;
+    const std::uint64_t chunk_cap =
+        chunk_keys_for(keys.count, 2 * columns + (Partition::few_owners ? 0 : 1));
+    scratch_.reserve(chunk_cap, columns, !Partition::few_owners, answers);
+    const std::uint64_t num_chunks = (keys.count + chunk_cap - 1) / chunk_cap;
+    // Slices of equal work, chunk by chunk: chunk c's slice s is [bounds[c *
+    // (slices + 1) + s], bounds[c * (slices + 1) + s + 1]), chunk-relative.
+    std::vector<std::uint64_t> bounds;
+    bounds.reserve(num_chunks * (slices + 1));
+    for (std::uint64_t chunk = 0; chunk < keys.count; chunk += chunk_cap) {
+      key_batch piece = keys;
+      piece.count = std::min(keys.count - chunk, chunk_cap);
+      if (keys.is_string())
+        piece.offsets = static_cast<const unsigned char*>(keys.offsets) + chunk * offset_bytes(keys.kind);
+      const std::vector<std::uint64_t> chunk_bounds = cpu::key_bounds(piece, slices);
+      bounds.insert(bounds.end(), chunk_bounds.begin(), chunk_bounds.end());
+    }
+    // Bucket (s, o) of buffer b: the keys of slice s that owner o applies, in
+    // batch order, ending at bucket_end[(b * slices + s) * parts + o]. Few
+    // owners: owner o has a column of its own and bucket (s, o) starts at slice
+    // s's start. Many: one column; slice s's buckets follow one another.
+    std::vector<std::uint64_t> bucket_end(2 * std::size_t{slices} * parts);
+    // Chunk c's next unclaimed slice.
+    std::unique_ptr<std::atomic<unsigned>[]> next_slice(new std::atomic<unsigned>[num_chunks]());
+    const block_owner owner_of(parts, layout_.num_blocks);
+    return cpu::run_team(parts, [&](unsigned t, cpu::team_barrier& barrier) {
+      for (std::uint64_t round = 0; round <= num_chunks; ++round) {
+        const unsigned fill = round % 2;
+        const bool partitions = round < num_chunks;
+        claimed_partition<Partition, Hashes> task(
+            hash_of, keys, round * chunk_cap,
+            bounds.data() + (partitions ? round : 0) * (slices + 1), partitions ? slices : 0,
+            next_slice.get() + (partitions ? round : 0), owner_of, layout_.num_blocks,
+            scratch_.buffer(fill), bucket_end.data() + std::size_t{fill} * slices * parts);
+        if (round > 0)
+          apply_chunk(op, t, parts, slices, (round - 1) * chunk_cap,
+                      bounds.data() + (round - 1) * (slices + 1),
+                      bucket_end.data() + std::size_t{1 - fill} * slices * parts, 1 - fill,
+                      cpu::side_work{&claimed_partition<Partition, Hashes>::step_some, &task},
+                      results);
+        task.finish();
+        barrier.arrive_and_wait();
+      }
+    });
+  }
+
+  /// Owner o's share of a partitioned chunk (the keys at `chunk` on): its
+  /// bucket of every slice, in slice order (so in batch order), from scratch
+  /// buffer `buffer`, running `side` between keys; then is_new's answers to
+  /// their keys.
+  void apply_chunk(kernel_op op, unsigned o, unsigned parts, unsigned slices, std::uint64_t chunk,
+                   const std::uint64_t* slice_bounds, const std::uint64_t* bucket_end,
+                   unsigned buffer, cpu::side_work side, bool* results) const {
+    const bool few = parts <= max_fused_owners;
+    const std::size_t column = scratch_.cell(buffer, few ? o : 0);
+    for (unsigned s = 0; s < slices; ++s) {
+      const std::uint64_t begin =
+          few || o == 0 ? slice_bounds[s] : bucket_end[std::size_t{s} * parts + o - 1];
+      const std::uint64_t end = bucket_end[std::size_t{s} * parts + o];
+      if (begin == end) continue;
+      // Dense stored hashes (key_batch{}: no validity): the partition dropped the nulls.
+      bool* const answer = results != nullptr ? scratch_.answers.get() + column : nullptr;
+      bloom_job<stored_hashes> owned =
+          job(op, stored_hashes{scratch_.sorted.get() + column}, begin, end, answer, nullptr,
+              key_batch{});
+      owned.side = side;
+      kernels_.stored(owned);
+      if (results != nullptr) {
+        const std::uint32_t* const index = scratch_.index.get() + column;
+        for (std::uint64_t j = begin; j < end; ++j) results[chunk + index[j]] = answer[j];
+      }
+    }
   }
 
   /// Plain add on `parts` threads of a small filter: key range p goes into
@@ -390,105 +457,247 @@ class cpu_bloom final : public bloom_backend {
     });
   }
 
-  /// Round 1 of a partitioned add with Parts owners, keys [begin, end) of the
-  /// chunk at `chunk`: hashes each non-null key once and appends it (and, for
-  /// is_new, its index in the chunk) to its owner's column, from row `begin`
-  /// on. Branch-free: every key is written to every column, and only its
-  /// owner's cursor moves; the Parts cursors stay in registers. (A cursor
-  /// array, sorted[next[o]++] = h, stores to addresses known late and then
-  /// loads the next cursor, which the core often mispredicts as dependent:
-  /// measured at several ns a key on a 2-core EPYC, more than the add itself.)
-  template <unsigned Parts, class Hashes>
-  void partition_fused(const Hashes& hash_of, const key_batch& keys, std::uint64_t chunk,
-                       std::uint64_t begin, std::uint64_t end, const block_owner owner_of,
-                       std::uint64_t* ends, bool answers) {
-    std::uint64_t* column[Parts];
-    std::uint32_t* index[Parts];
-    std::uint64_t cursor[Parts];
-    for (unsigned o = 0; o < Parts; ++o) {
-      column[o] = scratch_.sorted.get() + std::size_t{o} * scratch_.column;
-      index[o] = answers ? scratch_.index.get() + std::size_t{o} * scratch_.column : nullptr;
-      cursor[o] = begin;
-    }
-    const std::uint64_t num_blocks = layout_.num_blocks;
-    const auto append = [&](std::uint64_t i, std::uint64_t h, auto with_index) {
-      const unsigned mine = owner_of(block_index(h, num_blocks));
-      for (unsigned o = 0; o < Parts; ++o) {
-        column[o][cursor[o]] = h;
-        if constexpr (decltype(with_index)::value) index[o][cursor[o]] = static_cast<std::uint32_t>(i);
-        cursor[o] += mine == o ? 1 : 0;
-      }
-    };
-    const auto run = [&](auto with_index) {
-      if (keys.validity == nullptr) {
-        for (std::uint64_t i = begin; i < end; ++i) append(i, hash_of(chunk + i), with_index);
-      } else {
-        for (std::uint64_t i = begin; i < end; ++i)
-          if (key_valid(keys.validity, keys.validity_bit, chunk + i))
-            append(i, hash_of(chunk + i), with_index);
-      }
-    };
-    if (answers)
-      run(std::true_type{});
-    else
-      run(std::false_type{});
-    for (unsigned o = 0; o < Parts; ++o) ends[o] = cursor[o];
-  }
+  /// Where one chunk's partition goes (a buffer of add's scratch).
+  struct partition_out {
+    std::uint64_t* sorted;  ///< hashes by owner: few owners, column o at o * rows; many, one column
+    std::uint32_t* index;   ///< is_new: chunk index of sorted[j] (null without is_new)
+    std::uint64_t rows;     ///< rows of a column: the chunk capacity
+    std::uint64_t* hashes;  ///< partition_sorted: hashes in key order (one buffer: used within a round)
+    std::uint8_t* owner;    ///< partition_sorted: owner of hashes[i]
+    std::uint32_t* original;  ///< partition_sorted with is_new: chunk index of hashes[i]
+  };
 
-  /// Round 1 with more owners than partition_fused serves: hashes the non-null
-  /// keys of [begin, end) into scratch_.hashes and their owners into
-  /// scratch_.owner, then counting-sorts them (stably) into scratch_.sorted
-  /// [begin, ..) by owner; ends[o] = where owner o's bucket ends.
-  template <class Hashes>
-  void partition_sorted(const Hashes& hash_of, const key_batch& keys, std::uint64_t chunk,
-                        std::uint64_t begin, std::uint64_t end, const block_owner owner_of,
-                        unsigned parts, std::uint64_t* ends, bool answers) {
-    std::uint64_t* const hashes = scratch_.hashes.get();
-    std::uint8_t* const owner = scratch_.owner.get();
-    std::uint64_t* const sorted = scratch_.sorted.get();
-    std::uint32_t* const index = scratch_.index.get();
-    const std::uint64_t num_blocks = layout_.num_blocks;
-    // hashes/owner[begin, valid_end): the non-null keys; original: their indices.
-    std::vector<std::uint32_t> original;
-    std::uint64_t valid_end = begin;
-    for (std::uint64_t i = begin; i < end; ++i) {
-      if (!key_valid(keys.validity, keys.validity_bit, chunk + i)) continue;
-      const std::uint64_t h = hash_of(chunk + i);
-      if (answers) original.push_back(static_cast<std::uint32_t>(i));
-      owner[valid_end] = static_cast<std::uint8_t>(owner_of(block_index(h, num_blocks)));
-      hashes[valid_end++] = h;
+  /// Round 1 with Parts <= max_fused_owners owners, as resumable side work:
+  /// hashes the non-null keys of [begin, end) of the chunk at `chunk` once and
+  /// appends each (and, for is_new, its index in the chunk) to its owner's
+  /// column, from row `begin` on. Branch-free: every key is written to every
+  /// column, and only its owner's cursor moves. (A cursor array,
+  /// sorted[next[o]++] = h, stores to addresses known late and then loads the
+  /// next cursor, which the core often mispredicts as dependent: measured at
+  /// several ns a key on a 2-core EPYC, more than the add itself.)
+  template <unsigned Parts, bool Answers, class Hashes>
+  class fused_partition {
+   public:
+    static constexpr bool few_owners = true;
+
+    fused_partition(const Hashes& hash_of, const key_batch& keys, std::uint64_t chunk,
+                    std::uint64_t begin, std::uint64_t end, block_owner owner_of,
+                    std::uint64_t num_blocks, const partition_out& out)
+        : hash_of_(hash_of), validity_(keys.validity), validity_bit_(keys.validity_bit),
+          chunk_(chunk), next_(begin), end_(end), owner_of_(owner_of), num_blocks_(num_blocks) {
+      for (unsigned o = 0; o < Parts; ++o) {
+        column_[o] = out.sorted + std::size_t{o} * out.rows;
+        index_[o] = Answers ? out.index + std::size_t{o} * out.rows : nullptr;
+        cursor_[o] = begin;
+      }
     }
-    std::vector<std::uint64_t> next(parts, 0);
-    for (std::uint64_t i = begin; i < valid_end; ++i) ++next[owner[i]];
-    std::uint64_t at = begin;
-    for (unsigned o = 0; o < parts; ++o) {
-      const std::uint64_t count = next[o];
-      next[o] = at;
-      at += count;
-      ends[o] = at;
+
+    /// The next `steps` keys (fewer at the end of the range).
+    void step(std::size_t steps) {
+      const std::uint64_t stop = std::min<std::uint64_t>(end_, next_ + steps);
+      std::uint64_t cursor[Parts];  // in registers for the loop
+      for (unsigned o = 0; o < Parts; ++o) cursor[o] = cursor_[o];
+      for (std::uint64_t i = next_; i < stop; ++i) {
+        if (validity_ != nullptr && !key_valid(validity_, validity_bit_, chunk_ + i)) continue;
+        const std::uint64_t h = hash_of_(chunk_ + i);
+        const unsigned mine = owner_of_(block_index(h, num_blocks_));
+        for (unsigned o = 0; o < Parts; ++o) {
+          column_[o][cursor[o]] = h;
+          if constexpr (Answers) index_[o][cursor[o]] = static_cast<std::uint32_t>(i);
+          cursor[o] += mine == o ? 1 : 0;
+        }
+      }
+      for (unsigned o = 0; o < Parts; ++o) cursor_[o] = cursor[o];
+      next_ = stop;
     }
-    for (std::uint64_t i = begin; i < valid_end; ++i) {
-      const std::uint64_t j = next[owner[i]]++;
-      sorted[j] = hashes[i];
-      if (answers) index[j] = original[i - begin];
+    std::uint64_t remaining() const { return end_ - next_; }
+
+    /// The rest of the range; ends[o] = where owner o's bucket ends.
+    void finish(std::uint64_t* ends) {
+      step(end_ - next_);
+      for (unsigned o = 0; o < Parts; ++o) ends[o] = cursor_[o];
     }
-  }
+
+   private:
+    Hashes hash_of_;
+    const std::uint8_t* validity_;
+    std::size_t validity_bit_;
+    std::uint64_t chunk_, next_, end_;
+    block_owner owner_of_;
+    std::uint64_t num_blocks_;
+    std::uint64_t* column_[Parts];
+    std::uint32_t* index_[Parts];
+    std::uint64_t cursor_[Parts];
+  };
+
+  /// Round 1 with more owners than fused_partition serves, as resumable side
+  /// work: hashes the non-null keys of [begin, end) into out.hashes and their
+  /// owners into out.owner; finish() then counting-sorts them (stably) into
+  /// out.sorted [begin, ..) by owner.
+  template <bool Answers, class Hashes>
+  class sorted_partition {
+   public:
+    static constexpr bool few_owners = false;
+
+    sorted_partition(const Hashes& hash_of, const key_batch& keys, std::uint64_t chunk,
+                     std::uint64_t begin, std::uint64_t end, block_owner owner_of,
+                     std::uint64_t num_blocks, const partition_out& out)
+        : hash_of_(hash_of), validity_(keys.validity), validity_bit_(keys.validity_bit),
+          chunk_(chunk), begin_(begin), next_(begin), end_(end), valid_end_(begin),
+          owner_of_(owner_of), num_blocks_(num_blocks), out_(out) {}
+
+    void step(std::size_t steps) {
+      // Locals, as in fused_partition::step.
+      const std::uint64_t stop = std::min<std::uint64_t>(end_, next_ + steps);
+      const Hashes hash_of = hash_of_;
+      const std::uint8_t* const validity = validity_;
+      const std::size_t validity_bit = validity_bit_;
+      const std::uint64_t chunk = chunk_;
+      const block_owner owner_of = owner_of_;
+      const std::uint64_t num_blocks = num_blocks_;
+      std::uint64_t* const hashes = out_.hashes;
+      std::uint8_t* const owner = out_.owner;
+      std::uint32_t* const original = out_.original;
+      std::uint64_t valid_end = valid_end_;
+      for (std::uint64_t i = next_; i < stop; ++i) {
+        if (validity != nullptr && !key_valid(validity, validity_bit, chunk + i)) continue;
+        const std::uint64_t h = hash_of(chunk + i);
+        owner[valid_end] = static_cast<std::uint8_t>(owner_of(block_index(h, num_blocks)));
+        if constexpr (Answers) original[valid_end] = static_cast<std::uint32_t>(i);
+        hashes[valid_end++] = h;
+      }
+      valid_end_ = valid_end;
+      next_ = stop;
+    }
+    std::uint64_t remaining() const { return end_ - next_; }
+
+    /// The rest of the range, then the sort; ends[o] = where owner o's bucket ends.
+    void finish(std::uint64_t* ends) {
+      step(end_ - next_);
+      const unsigned parts = owner_of_.parts;
+      std::uint64_t next[max_add_threads] = {};
+      for (std::uint64_t i = begin_; i < valid_end_; ++i) ++next[out_.owner[i]];
+      std::uint64_t at = begin_;
+      for (unsigned o = 0; o < parts; ++o) {
+        const std::uint64_t count = next[o];
+        next[o] = at;
+        at += count;
+        ends[o] = at;
+      }
+      for (std::uint64_t i = begin_; i < valid_end_; ++i) {
+        const std::uint64_t j = next[out_.owner[i]]++;
+        out_.sorted[j] = out_.hashes[i];
+        if constexpr (Answers) out_.index[j] = out_.original[i];
+      }
+    }
+
+   private:
+    Hashes hash_of_;
+    const std::uint8_t* validity_;
+    std::size_t validity_bit_;
+    std::uint64_t chunk_, begin_, next_, end_, valid_end_;
+    block_owner owner_of_;
+    std::uint64_t num_blocks_;
+    partition_out out_;
+  };
+
+  /// One chunk's partition as side work shared by the team: its slices are
+  /// claimed one at a time (an atomic counter), each partitioned whole by
+  /// the thread that claimed it, so a thread that runs faster (a vCPU not
+  /// shared with another guest, an owner with fewer keys) partitions more of
+  /// them, and no thread waits at the barrier for another's fixed share.
+  template <class Partition, class Hashes>
+  class claimed_partition {
+   public:
+    claimed_partition(const Hashes& hash_of, const key_batch& keys, std::uint64_t chunk,
+                      const std::uint64_t* slice_bounds, unsigned slices,
+                      std::atomic<unsigned>* next_slice, block_owner owner_of,
+                      std::uint64_t num_blocks, const partition_out& out,
+                      std::uint64_t* bucket_end)
+        : hash_of_(hash_of), keys_(keys), chunk_(chunk), slice_bounds_(slice_bounds),
+          slices_(slices), next_slice_(next_slice), owner_of_(owner_of),
+          num_blocks_(num_blocks), out_(out), bucket_end_(bucket_end) {}
+
+    /// The next `steps` keys of this thread's slices, claiming slices as needed.
+    void step(std::size_t steps) {
+      while (steps > 0 && (current_ || claim())) {
+        const std::size_t now = std::min<std::uint64_t>(steps, current_->remaining());
+        current_->step(now);
+        steps -= now;
+        if (current_->remaining() == 0) finish_slice();
+      }
+    }
+    static void step_some(void* self, std::size_t steps) {
+      static_cast<claimed_partition*>(self)->step(steps);
+    }
+
+    /// Partitions slices until none is left unclaimed.
+    void finish() {
+      while (current_ || claim()) finish_slice();
+    }
+
+   private:
+    bool claim() {
+      if (slices_ == 0) return false;
+      const unsigned s = next_slice_->fetch_add(1, std::memory_order_relaxed);
+      if (s >= slices_) {
+        slices_ = 0;  // all claimed: no more counter traffic from this thread
+        return false;
+      }
+      slice_ = s;
+      current_.emplace(hash_of_, keys_, chunk_, slice_bounds_[s], slice_bounds_[s + 1], owner_of_,
+                       num_blocks_, out_);
+      return true;
+    }
+    void finish_slice() {
+      current_->finish(bucket_end_ + std::size_t{slice_} * owner_of_.parts);
+      current_.reset();
+    }
+
+    Hashes hash_of_;
+    const key_batch& keys_;
+    std::uint64_t chunk_;
+    const std::uint64_t* slice_bounds_;
+    unsigned slices_;
+    std::atomic<unsigned>* next_slice_;
+    block_owner owner_of_;
+    std::uint64_t num_blocks_;
+    partition_out out_;
+    std::uint64_t* bucket_end_;
+    unsigned slice_ = 0;
+    std::optional<Partition> current_;
+  };
 
   /// add's partition arrays, kept between calls: a fresh multi-MiB allocation
   /// per call costs a page fault per 4 KiB, a sizeable share of a batch's time.
+  /// Two buffers, each `columns` columns of `rows` rows: one being filled by
+  /// this round's partition while the other is applied.
   struct partition_scratch {
-    std::uint64_t column = 0;                 ///< rows of one owner's column
-    std::unique_ptr<std::uint64_t[]> sorted;  ///< hashes by owner: columns x column rows
-    std::unique_ptr<std::uint32_t[]> index;   ///< is_new: key index in the chunk of sorted[j]
-    std::unique_ptr<bool[]> answers;          ///< is_new: answer of sorted[j]
-    std::unique_ptr<std::uint64_t[]> hashes;  ///< partition_sorted: hashes in key order
-    std::unique_ptr<std::uint8_t[]> owner;    ///< partition_sorted: owner of hashes[i]
+    std::uint64_t rows = 0;
+    unsigned columns = 0;
+    std::unique_ptr<std::uint64_t[]> sorted;    ///< hashes by owner
+    std::unique_ptr<std::uint32_t[]> index;     ///< is_new: key index in the chunk of sorted[j]
+    std::unique_ptr<bool[]> answers;            ///< is_new: answer of sorted[j]
+    std::unique_ptr<std::uint64_t[]> hashes;    ///< partition_sorted: hashes in key order
+    std::unique_ptr<std::uint8_t[]> owner;      ///< partition_sorted: owner of hashes[i]
+    std::unique_ptr<std::uint32_t[]> original;  ///< partition_sorted, is_new: key index of hashes[i]
     std::uint64_t sorted_size = 0, answers_size = 0, sort_size = 0;
+    bool with_answers = false;  ///< index and answers cover both buffers (this call has is_new)
 
-    /// Room for `columns` columns of `rows` rows, with is_new's arrays when
-    /// `need_answers`, and partition_sorted's when `need_sort`.
-    void reserve(std::uint64_t rows, unsigned columns, bool need_sort, bool need_answers) {
-      const std::uint64_t cells = rows * columns;
+    /// First cell of column `column` of buffer `buffer`.
+    std::size_t cell(unsigned buffer, unsigned column) const {
+      return (std::size_t{buffer} * columns + column) * rows;
+    }
+
+    partition_out buffer(unsigned b) const {
+      return {sorted.get() + cell(b, 0), with_answers ? index.get() + cell(b, 0) : nullptr, rows,
+              hashes.get(), owner.get(), original.get()};
+    }
+
+    /// Room for two buffers of `columns` columns of `rows` rows, with is_new's
+    /// arrays when `need_answers`, and partition_sorted's when `need_sort`.
+    void reserve(std::uint64_t need_rows, unsigned need_columns, bool need_sort, bool need_answers) {
+      const std::uint64_t cells = 2 * need_rows * need_columns;
       try {
         if (sorted_size < cells) {
           sorted.reset(new std::uint64_t[cells]);
@@ -499,19 +708,23 @@ class cpu_bloom final : public bloom_backend {
           answers.reset(new bool[cells]);
           answers_size = cells;
         }
-        if (need_sort && sort_size < rows) {
-          hashes.reset(new std::uint64_t[rows]);
-          owner.reset(new std::uint8_t[rows]);
-          sort_size = rows;
+        if (need_sort && sort_size < need_rows) {
+          hashes.reset(new std::uint64_t[need_rows]);
+          owner.reset(new std::uint8_t[need_rows]);
+          original.reset(new std::uint32_t[need_rows]);
+          sort_size = need_rows;
         }
       } catch (const std::bad_alloc&) {
         *this = partition_scratch{};
-        const std::uint64_t bytes = cells * (8 + (need_answers ? 5 : 0)) + (need_sort ? rows * 9 : 0);
+        const std::uint64_t bytes =
+            cells * (8 + (need_answers ? 5 : 0)) + (need_sort ? need_rows * 13 : 0);
         throw allocation_error("cannot allocate " + std::to_string(bytes) +
                                    " bytes of scratch for a threaded add",
                                bytes);
       }
-      column = rows;
+      rows = need_rows;
+      columns = need_columns;
+      with_answers = need_answers;
     }
   };
 

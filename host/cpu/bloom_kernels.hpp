@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "gbf/error.hpp"
 #include "gbf/hash.hpp"
@@ -40,6 +41,20 @@ enum class kernel_op {
   select,      ///< Writes the indices of the present keys to rows + begin, in order; returns how many.
 };
 
+/// Work a thread interleaves with a writing pass over stored hashes: every
+/// side_work_stride keys visited, the pass calls step(state, side_work_stride).
+/// A pass over a filter beyond the caches waits on a miss per key; the steps
+/// (hashing the next chunk of a threaded add) run while it waits. Whatever is
+/// left when the pass ends is the caller's to finish.
+struct side_work {
+  void (*step)(void* state, std::size_t steps) = nullptr;  ///< null: none
+  void* state = nullptr;
+};
+
+/// Keys visited per side_work step: enough to amortise an indirect call, few
+/// enough that each step fits between the visits whose misses it hides.
+inline constexpr std::size_t side_work_stride = 8;
+
 /// One pass of an operation over a key range: the filter's words and k, and
 /// where the answers go.
 template <class Hashes>
@@ -53,6 +68,8 @@ struct bloom_job {
   /// select: the batch's row index array (room for every key); this job writes its
   /// hits to rows[keys.begin ..], which stays inside [keys.begin, keys.end).
   std::uint64_t* rows;
+  /// add / add_new over stored hashes: work to interleave (other passes ignore it).
+  side_work side{};
 };
 
 /// The portable block kernel: masks from gbf::block_masks, one word at a time.
@@ -194,16 +211,32 @@ std::uint64_t run_range(const bloom_job<Hashes>& job) {
     return words + block * Block::words_per_block;
   };
   const auto for_each = [&](const auto& visit) { for_each_key(job.keys, address_of, visit); };
+  // A writing pass over stored hashes runs job.side between its visits; the
+  // countdown never reaches 0 without side work (2^64 keys), so the check is a
+  // predicted branch, and passes over caller keys compile without it.
+  constexpr bool may_have_side_work = std::is_same_v<Hashes, stored_hashes>;
+  const side_work side = job.side;
+  std::size_t countdown = side.step != nullptr ? side_work_stride : ~std::size_t{0};
+  const auto after_visit = [&side, &countdown] {
+    if constexpr (may_have_side_work) {
+      if (--countdown == 0) {
+        side.step(side.state, side_work_stride);
+        countdown = side_work_stride;
+      }
+    }
+  };
   std::uint64_t present = 0;
   switch (job.op) {
     case kernel_op::add:
-      for_each([k](std::size_t, std::uint64_t h, std::uint32_t* block) {
+      for_each([k, &after_visit](std::size_t, std::uint64_t h, std::uint32_t* block) {
         Block::add(block, h, k);
+        after_visit();
       });
       break;
     case kernel_op::add_new:
-      for_each([k, results](std::size_t i, std::uint64_t h, std::uint32_t* block) {
+      for_each([k, results, &after_visit](std::size_t i, std::uint64_t h, std::uint32_t* block) {
         results[i] = Block::add_new(block, h, k);
+        after_visit();
       });
       break;
     case kernel_op::contains:

@@ -1,9 +1,13 @@
 // Splitting a CPU batch over threads, for every filter kind: contiguous ranges
-// of keys (of equal work) or of blocks, each run on a thread of its own.
+// of keys (of equal work) or of blocks, each run on a thread of its own, or a
+// team of threads that meet at a barrier between rounds.
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -57,6 +61,94 @@ void run_in_ranges(const std::vector<std::uint64_t>& bounds, const Fn& fn) {
     }
   }
   fn(0u, bounds[0], bounds[1]);
+}
+
+/// A reusable barrier for a team of threads that meet many times a call (a
+/// threaded add meets once per chunk). A waiter spins briefly first: rounds
+/// are balanced, so the others usually arrive within microseconds, and a
+/// condition variable's wake-up costs tens of them. Then it sleeps, which is
+/// what a thread descheduled on a shared machine needs of the others.
+class team_barrier {
+ public:
+  explicit team_barrier(unsigned count) : count_(count) {}
+
+  /// Blocks until all `count` threads have called it; every write made before
+  /// the call by any of them is visible after it to all of them.
+  void arrive_and_wait() {
+    const unsigned generation = generation_.load(std::memory_order_acquire);
+    // acq_rel: the last arrival acquires every earlier one's writes, then
+    // publishes them all with the release store of the next generation.
+    if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == count_) {
+      arrived_.store(0, std::memory_order_relaxed);
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        generation_.store(generation + 1, std::memory_order_release);
+      }
+      wake_.notify_all();
+      return;
+    }
+    for (int spin = 0; spin < spins_before_sleep; ++spin) {
+      if (generation_.load(std::memory_order_acquire) != generation) return;
+      std::this_thread::yield();
+    }
+    std::unique_lock<std::mutex> lock(mutex_);
+    wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != generation; });
+  }
+
+ private:
+  static constexpr int spins_before_sleep = 500;
+  const unsigned count_;
+  std::atomic<unsigned> arrived_{0};
+  std::atomic<unsigned> generation_{0};
+  std::mutex mutex_;
+  std::condition_variable wake_;
+};
+
+/// Runs fn(part, barrier) on `parts` threads at once (part 0 on the calling
+/// thread), which may meet at `barrier` (a team_barrier of `parts`). Unlike
+/// run_in_ranges, no part can be left to another thread: the parts wait for
+/// one another. So either every thread starts and the call returns true after
+/// all parts ran, or some thread cannot be started, none of fn runs, and it
+/// returns false (the caller then does the work another way). fn must not throw.
+template <class Fn>
+bool run_team(unsigned parts, const Fn& fn) {
+  team_barrier barrier(parts);
+  std::mutex gate_mutex;
+  std::condition_variable gate;
+  enum class start { wait, go, abort } state = start::wait;
+  const auto open_gate = [&](start to) {
+    {
+      std::lock_guard<std::mutex> lock(gate_mutex);
+      state = to;
+    }
+    gate.notify_all();
+  };
+  std::vector<std::thread> workers;
+  workers.reserve(parts - 1);
+  struct join_all {
+    std::vector<std::thread>& threads;
+    ~join_all() {
+      for (std::thread& t : threads) t.join();
+    }
+  } joiner{workers};
+  for (unsigned part = 1; part < parts; ++part) {
+    try {
+      workers.emplace_back([&, part] {
+        {
+          std::unique_lock<std::mutex> lock(gate_mutex);
+          gate.wait(lock, [&] { return state != start::wait; });
+          if (state == start::abort) return;
+        }
+        fn(part, barrier);
+      });
+    } catch (const std::system_error&) {
+      open_gate(start::abort);
+      return false;
+    }
+  }
+  open_gate(start::go);
+  fn(0u, barrier);
+  return true;
 }
 
 /// Calls fn(part, begin, end) for each of `parts` even ranges of [0, n) (see run_in_ranges).
