@@ -22,7 +22,9 @@
 //   scaling   gbf add and contains on batches of 1e6 and 1e7 keys with
 //             T = 1 .. hardware threads, and an add made of atomic fetch_or
 //             over key ranges (the alternative design), each against T x one
-//             thread's keys/s.
+//             thread's keys/s; and their bound, the same number of random
+//             64-byte line read-OR-writes in the filter's memory on T threads
+//             (prefetched 40 ahead, no hashing).
 //   overhead  the time of one call on a small batch (1 .. 9,999 keys).
 //
 // Cases: "l2" a filter of half the L2 (per core) rounded down to a power of
@@ -494,6 +496,69 @@ void run_peers(const bench_case& c, const std::vector<engine>& engines, unsigned
 // Thread scaling
 // ---------------------------------------------------------------------------
 
+__extension__ typedef unsigned __int128 uint128;  // GCC and Clang; -Wpedantic-clean
+
+/// `bytes` of zeroed memory on 2 MiB pages where the kernel grants them (words
+/// is null when the mapping fails).
+struct huge_buffer {
+  void* memory = nullptr;
+  std::uint64_t mapped = 0;
+  std::uint64_t* words = nullptr;
+  explicit huge_buffer(std::uint64_t bytes) : mapped(bytes + (2ULL << 20)) {
+    memory = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED) {
+      memory = nullptr;
+      return;
+    }
+    const auto start = (reinterpret_cast<std::uintptr_t>(memory) + (2ULL << 20) - 1) & ~((2ULL << 20) - 1);
+#if defined(MADV_HUGEPAGE)
+    ::madvise(reinterpret_cast<void*>(start), bytes, MADV_HUGEPAGE);
+#endif
+    std::memset(reinterpret_cast<void*>(start), 0, bytes);
+    words = reinterpret_cast<std::uint64_t*>(start);
+  }
+  ~huge_buffer() {
+    if (memory != nullptr) ::munmap(memory, mapped);
+  }
+  huge_buffer(const huge_buffer&) = delete;
+  huge_buffer& operator=(const huge_buffer&) = delete;
+};
+
+/// The memory system's bound for a blocked filter's add: random 64-byte lines
+/// read, ORed and written back, keys_per_run of them on `threads` threads, each
+/// in its own contiguous slice of `lines` (no two threads share a line, as in
+/// gbf's add) with 40 lines prefetched ahead (gbf's distance), and no hashing.
+/// Returns the seconds of one run.
+double random_line_or_seconds(std::uint64_t* lines, std::uint64_t num_lines,
+                              std::uint64_t keys_per_run, unsigned threads, std::uint64_t seed) {
+  constexpr unsigned distance = 40;
+  const auto slice = [&](unsigned t) {
+    const std::uint64_t first = num_lines * t / threads;
+    const std::uint64_t count = num_lines * (t + 1) / threads - first;
+    std::uint64_t x = splitmix64(seed + t);
+    const std::uint64_t n = keys_per_run * (t + 1) / threads - keys_per_run * t / threads;
+    std::uint64_t ring[distance];
+    const auto next = [&] {  // xorshift64: a random line of the slice
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      return (first + static_cast<std::uint64_t>((static_cast<uint128>(x) * count) >> 64)) * 8;
+    };
+    for (unsigned d = 0; d < distance; ++d) __builtin_prefetch(lines + (ring[d] = next()));
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const unsigned slot = static_cast<unsigned>(i % distance);
+      lines[ring[slot]] |= i;
+      __builtin_prefetch(lines + (ring[slot] = next()));
+    }
+  };
+  return seconds_of([&] {
+    std::vector<std::thread> workers;
+    for (unsigned t = 1; t < threads; ++t) workers.emplace_back(slice, t);
+    slice(0);
+    for (std::thread& w : workers) w.join();
+  });
+}
+
 void run_scaling(const bench_case& c, unsigned max_threads, unsigned repeat,
                  const std::vector<std::uint64_t>& batches) {
   const std::uint64_t blocks = c.bytes / 32;
@@ -555,6 +620,19 @@ void run_scaling(const bench_case& c, unsigned max_threads, unsigned repeat,
     print("add", add_s, add_cpu);
     print("contains", contains_s, contains_cpu);
     print("add by atomic fetch_or", atomic_s, atomic_cpu);
+    {
+      // The bound of the add rows: the same number of random line ORs in a
+      // buffer of the filter's size, mapped as gbf maps it (2 MiB pages).
+      const huge_buffer buffer(c.bytes);
+      std::vector<std::vector<double>> bound_s(max_threads + 1), bound_cpu(max_threads + 1);
+      for (unsigned r = 0; r < repeat; ++r)
+        for (unsigned t0 = 0; t0 < max_threads; ++t0) {
+          const unsigned t = 1 + (t0 + r) % max_threads;
+          bound_s[t].push_back(timed(
+              [&] { random_line_or_seconds(buffer.words, c.bytes / 64, b, t, r); }, bound_cpu[t]));
+        }
+      if (buffer.words != nullptr) print("bound: random 64 B line OR", bound_s, bound_cpu);
+    }
     std::printf("| bits | %.0e | all | %s | | | | | |\n", static_cast<double>(b),
                 bits_ok ? "every T and the atomic add: same bits" : "BITS DIFFER");
   }
