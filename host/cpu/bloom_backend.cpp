@@ -93,7 +93,7 @@ __extension__ typedef unsigned __int128 uint128;  // GCC and Clang; -Wpedantic-c
 /// it unhidden at each end), at least 2^17 keys (a round then outlasts its
 /// barrier by far), and the scratch of both rounds' buffers together at most
 /// 2^23 cells of 8 bytes (`cells_per_key`: 2 buffers x the owner columns,
-/// plus partition_sorted's unsorted copy), so scratch stays near 64 MiB,
+/// plus sorted_partition's unsorted copy), so scratch stays near 64 MiB,
 /// 104 MiB with is_new (5 more bytes a cell), whatever the batch size.
 constexpr std::uint64_t min_chunk_keys = std::uint64_t{1} << 17;
 constexpr std::uint64_t max_chunk_cells = std::uint64_t{1} << 23;
@@ -116,11 +116,11 @@ constexpr std::uint64_t private_copies_max_total_bytes = std::uint64_t{64} << 20
 /// enough that the team's faster threads can take over a slower one's share.
 constexpr unsigned slices_per_thread = 4;
 
-/// Owners up to which round 1 keeps one cursor per owner in registers
-/// (partition_fused); beyond, it counting-sorts (partition_sorted).
+/// Owners up to which the partition keeps one cursor per owner in registers
+/// (fused_partition); beyond, it counting-sorts (sorted_partition).
 constexpr unsigned max_fused_owners = 4;
 
-/// Owners are bytes in round 1's scratch.
+/// Owners are bytes in the partition's scratch.
 constexpr unsigned max_add_threads = 256;
 
 /// Which of `parts` threads owns block b of num_blocks: floor(b * parts /
@@ -462,12 +462,12 @@ class cpu_bloom final : public bloom_backend {
     std::uint64_t* sorted;  ///< hashes by owner: few owners, column o at o * rows; many, one column
     std::uint32_t* index;   ///< is_new: chunk index of sorted[j] (null without is_new)
     std::uint64_t rows;     ///< rows of a column: the chunk capacity
-    std::uint64_t* hashes;  ///< partition_sorted: hashes in key order (one buffer: used within a round)
-    std::uint8_t* owner;    ///< partition_sorted: owner of hashes[i]
-    std::uint32_t* original;  ///< partition_sorted with is_new: chunk index of hashes[i]
+    std::uint64_t* hashes;  ///< sorted_partition: hashes in key order (one buffer: used within a round)
+    std::uint8_t* owner;    ///< sorted_partition: owner of hashes[i]
+    std::uint32_t* original;  ///< sorted_partition with is_new: chunk index of hashes[i]
   };
 
-  /// Round 1 with Parts <= max_fused_owners owners, as resumable side work:
+  /// The partition with Parts <= max_fused_owners owners, as resumable work:
   /// hashes the non-null keys of [begin, end) of the chunk at `chunk` once and
   /// appends each (and, for is_new, its index in the chunk) to its owner's
   /// column, from row `begin` on. Branch-free: every key is written to every
@@ -530,7 +530,7 @@ class cpu_bloom final : public bloom_backend {
     std::uint64_t cursor_[Parts];
   };
 
-  /// Round 1 with more owners than fused_partition serves, as resumable side
+  /// The partition with more owners than fused_partition serves, as resumable
   /// work: hashes the non-null keys of [begin, end) into out.hashes and their
   /// owners into out.owner; finish() then counting-sorts them (stably) into
   /// out.sorted [begin, ..) by owner.
@@ -678,9 +678,9 @@ class cpu_bloom final : public bloom_backend {
     std::unique_ptr<std::uint64_t[]> sorted;    ///< hashes by owner
     std::unique_ptr<std::uint32_t[]> index;     ///< is_new: key index in the chunk of sorted[j]
     std::unique_ptr<bool[]> answers;            ///< is_new: answer of sorted[j]
-    std::unique_ptr<std::uint64_t[]> hashes;    ///< partition_sorted: hashes in key order
-    std::unique_ptr<std::uint8_t[]> owner;      ///< partition_sorted: owner of hashes[i]
-    std::unique_ptr<std::uint32_t[]> original;  ///< partition_sorted, is_new: key index of hashes[i]
+    std::unique_ptr<std::uint64_t[]> hashes;    ///< sorted_partition: hashes in key order
+    std::unique_ptr<std::uint8_t[]> owner;      ///< sorted_partition: owner of hashes[i]
+    std::unique_ptr<std::uint32_t[]> original;  ///< sorted_partition, is_new: key index of hashes[i]
     std::uint64_t sorted_size = 0, answers_size = 0, sort_size = 0;
     bool with_answers = false;  ///< index and answers cover both buffers (this call has is_new)
 
@@ -695,7 +695,7 @@ class cpu_bloom final : public bloom_backend {
     }
 
     /// Room for two buffers of `columns` columns of `rows` rows, with is_new's
-    /// arrays when `need_answers`, and partition_sorted's when `need_sort`.
+    /// arrays when `need_answers`, and sorted_partition's when `need_sort`.
     void reserve(std::uint64_t need_rows, unsigned need_columns, bool need_sort, bool need_answers) {
       const std::uint64_t cells = 2 * need_rows * need_columns;
       try {
