@@ -383,11 +383,12 @@ class cpu_bloom final : public bloom_backend {
       for (std::uint64_t round = 0; round <= num_chunks; ++round) {
         const unsigned fill = round % 2;
         const bool partitions = round < num_chunks;
+        const partition_source<Hashes> source{hash_of,         keys.validity,     keys.validity_bit,
+                                              round * chunk_cap, owner_of, layout_.num_blocks};
         claimed_partition<Partition, Hashes> task(
-            hash_of, keys, round * chunk_cap,
-            bounds.data() + (partitions ? round : 0) * (slices + 1), partitions ? slices : 0,
-            next_slice.get() + (partitions ? round : 0), owner_of, layout_.num_blocks,
-            scratch_.buffer(fill), bucket_end.data() + std::size_t{fill} * slices * parts);
+            source, bounds.data() + (partitions ? round : 0) * (slices + 1), partitions ? slices : 0,
+            next_slice.get() + (partitions ? round : 0), scratch_.buffer(fill),
+            bucket_end.data() + std::size_t{fill} * slices * parts);
         if (round > 0)
           apply_chunk(op, t, parts, slices, (round - 1) * chunk_cap,
                       bounds.data() + (round - 1) * (slices + 1),
@@ -467,6 +468,22 @@ class cpu_bloom final : public bloom_backend {
     std::uint32_t* original;  ///< sorted_partition with is_new: chunk index of hashes[i]
   };
 
+  /// What a partition reads: keys i of the chunk at `chunk` of the batch, their
+  /// validity and hashes, and which thread owns a hash's block.
+  template <class Hashes>
+  struct partition_source {
+    Hashes hash_of;
+    const std::uint8_t* validity;
+    std::size_t validity_bit;
+    std::uint64_t chunk;
+    block_owner owner_of;
+    std::uint64_t num_blocks;
+
+    bool valid(std::uint64_t i) const { return key_valid(validity, validity_bit, chunk + i); }
+    std::uint64_t hash(std::uint64_t i) const { return hash_of(chunk + i); }
+    unsigned owner(std::uint64_t h) const { return owner_of(block_index(h, num_blocks)); }
+  };
+
   /// The partition with Parts <= max_fused_owners owners, as resumable work:
   /// hashes the non-null keys of [begin, end) of the chunk at `chunk` once and
   /// appends each (and, for is_new, its index in the chunk) to its owner's
@@ -480,11 +497,9 @@ class cpu_bloom final : public bloom_backend {
    public:
     static constexpr bool few_owners = true;
 
-    fused_partition(const Hashes& hash_of, const key_batch& keys, std::uint64_t chunk,
-                    std::uint64_t begin, std::uint64_t end, block_owner owner_of,
-                    std::uint64_t num_blocks, const partition_out& out)
-        : hash_of_(hash_of), validity_(keys.validity), validity_bit_(keys.validity_bit),
-          chunk_(chunk), next_(begin), end_(end), owner_of_(owner_of), num_blocks_(num_blocks) {
+    fused_partition(const partition_source<Hashes>& source, std::uint64_t begin,
+                    std::uint64_t end, const partition_out& out)
+        : source_(source), next_(begin), end_(end) {
       for (unsigned o = 0; o < Parts; ++o) {
         column_[o] = out.sorted + std::size_t{o} * out.rows;
         index_[o] = Answers ? out.index + std::size_t{o} * out.rows : nullptr;
@@ -498,9 +513,9 @@ class cpu_bloom final : public bloom_backend {
       std::uint64_t cursor[Parts];  // in registers for the loop
       for (unsigned o = 0; o < Parts; ++o) cursor[o] = cursor_[o];
       for (std::uint64_t i = next_; i < stop; ++i) {
-        if (validity_ != nullptr && !key_valid(validity_, validity_bit_, chunk_ + i)) continue;
-        const std::uint64_t h = hash_of_(chunk_ + i);
-        const unsigned mine = owner_of_(block_index(h, num_blocks_));
+        if (!source_.valid(i)) continue;
+        const std::uint64_t h = source_.hash(i);
+        const unsigned mine = source_.owner(h);
         for (unsigned o = 0; o < Parts; ++o) {
           column_[o][cursor[o]] = h;
           if constexpr (Answers) index_[o][cursor[o]] = static_cast<std::uint32_t>(i);
@@ -519,12 +534,8 @@ class cpu_bloom final : public bloom_backend {
     }
 
    private:
-    Hashes hash_of_;
-    const std::uint8_t* validity_;
-    std::size_t validity_bit_;
-    std::uint64_t chunk_, next_, end_;
-    block_owner owner_of_;
-    std::uint64_t num_blocks_;
+    partition_source<Hashes> source_;
+    std::uint64_t next_, end_;
     std::uint64_t* column_[Parts];
     std::uint32_t* index_[Parts];
     std::uint64_t cursor_[Parts];
@@ -539,32 +550,20 @@ class cpu_bloom final : public bloom_backend {
    public:
     static constexpr bool few_owners = false;
 
-    sorted_partition(const Hashes& hash_of, const key_batch& keys, std::uint64_t chunk,
-                     std::uint64_t begin, std::uint64_t end, block_owner owner_of,
-                     std::uint64_t num_blocks, const partition_out& out)
-        : hash_of_(hash_of), validity_(keys.validity), validity_bit_(keys.validity_bit),
-          chunk_(chunk), begin_(begin), next_(begin), end_(end), valid_end_(begin),
-          owner_of_(owner_of), num_blocks_(num_blocks), out_(out) {}
+    sorted_partition(const partition_source<Hashes>& source, std::uint64_t begin,
+                     std::uint64_t end, const partition_out& out)
+        : source_(source), begin_(begin), next_(begin), end_(end), valid_end_(begin), out_(out) {}
 
+    /// The next `steps` keys (fewer at the end of the range).
     void step(std::size_t steps) {
-      // Locals, as in fused_partition::step.
       const std::uint64_t stop = std::min<std::uint64_t>(end_, next_ + steps);
-      const Hashes hash_of = hash_of_;
-      const std::uint8_t* const validity = validity_;
-      const std::size_t validity_bit = validity_bit_;
-      const std::uint64_t chunk = chunk_;
-      const block_owner owner_of = owner_of_;
-      const std::uint64_t num_blocks = num_blocks_;
-      std::uint64_t* const hashes = out_.hashes;
-      std::uint8_t* const owner = out_.owner;
-      std::uint32_t* const original = out_.original;
       std::uint64_t valid_end = valid_end_;
       for (std::uint64_t i = next_; i < stop; ++i) {
-        if (validity != nullptr && !key_valid(validity, validity_bit, chunk + i)) continue;
-        const std::uint64_t h = hash_of(chunk + i);
-        owner[valid_end] = static_cast<std::uint8_t>(owner_of(block_index(h, num_blocks)));
-        if constexpr (Answers) original[valid_end] = static_cast<std::uint32_t>(i);
-        hashes[valid_end++] = h;
+        if (!source_.valid(i)) continue;
+        const std::uint64_t h = source_.hash(i);
+        out_.owner[valid_end] = static_cast<std::uint8_t>(source_.owner(h));
+        if constexpr (Answers) out_.original[valid_end] = static_cast<std::uint32_t>(i);
+        out_.hashes[valid_end++] = h;
       }
       valid_end_ = valid_end;
       next_ = stop;
@@ -574,7 +573,7 @@ class cpu_bloom final : public bloom_backend {
     /// The rest of the range, then the sort; ends[o] = where owner o's bucket ends.
     void finish(std::uint64_t* ends) {
       step(end_ - next_);
-      const unsigned parts = owner_of_.parts;
+      const unsigned parts = source_.owner_of.parts;
       std::uint64_t next[max_add_threads] = {};
       for (std::uint64_t i = begin_; i < valid_end_; ++i) ++next[out_.owner[i]];
       std::uint64_t at = begin_;
@@ -592,12 +591,8 @@ class cpu_bloom final : public bloom_backend {
     }
 
    private:
-    Hashes hash_of_;
-    const std::uint8_t* validity_;
-    std::size_t validity_bit_;
-    std::uint64_t chunk_, begin_, next_, end_, valid_end_;
-    block_owner owner_of_;
-    std::uint64_t num_blocks_;
+    partition_source<Hashes> source_;
+    std::uint64_t begin_, next_, end_, valid_end_;
     partition_out out_;
   };
 
@@ -609,14 +604,11 @@ class cpu_bloom final : public bloom_backend {
   template <class Partition, class Hashes>
   class claimed_partition {
    public:
-    claimed_partition(const Hashes& hash_of, const key_batch& keys, std::uint64_t chunk,
-                      const std::uint64_t* slice_bounds, unsigned slices,
-                      std::atomic<unsigned>* next_slice, block_owner owner_of,
-                      std::uint64_t num_blocks, const partition_out& out,
-                      std::uint64_t* bucket_end)
-        : hash_of_(hash_of), keys_(keys), chunk_(chunk), slice_bounds_(slice_bounds),
-          slices_(slices), next_slice_(next_slice), owner_of_(owner_of),
-          num_blocks_(num_blocks), out_(out), bucket_end_(bucket_end) {}
+    claimed_partition(const partition_source<Hashes>& source, const std::uint64_t* slice_bounds,
+                      unsigned slices, std::atomic<unsigned>* next_slice,
+                      const partition_out& out, std::uint64_t* bucket_end)
+        : source_(source), slice_bounds_(slice_bounds), slices_(slices),
+          next_slice_(next_slice), out_(out), bucket_end_(bucket_end) {}
 
     /// The next `steps` keys of this thread's slices, claiming slices as needed.
     void step(std::size_t steps) {
@@ -645,23 +637,18 @@ class cpu_bloom final : public bloom_backend {
         return false;
       }
       slice_ = s;
-      current_.emplace(hash_of_, keys_, chunk_, slice_bounds_[s], slice_bounds_[s + 1], owner_of_,
-                       num_blocks_, out_);
+      current_.emplace(source_, slice_bounds_[s], slice_bounds_[s + 1], out_);
       return true;
     }
     void finish_slice() {
-      current_->finish(bucket_end_ + std::size_t{slice_} * owner_of_.parts);
+      current_->finish(bucket_end_ + std::size_t{slice_} * source_.owner_of.parts);
       current_.reset();
     }
 
-    Hashes hash_of_;
-    const key_batch& keys_;
-    std::uint64_t chunk_;
+    partition_source<Hashes> source_;
     const std::uint64_t* slice_bounds_;
     unsigned slices_;
     std::atomic<unsigned>* next_slice_;
-    block_owner owner_of_;
-    std::uint64_t num_blocks_;
     partition_out out_;
     std::uint64_t* bucket_end_;
     unsigned slice_ = 0;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <system_error>
@@ -36,6 +37,18 @@ inline std::vector<std::uint64_t> even_bounds(unsigned parts, std::uint64_t n) {
   return bounds;
 }
 
+/// Worker threads, all joined when this goes out of scope (an exception
+/// leaving the scope included).
+struct joined_threads {
+  std::vector<std::thread> threads;
+  explicit joined_threads(std::size_t expected) { threads.reserve(expected); }
+  ~joined_threads() {
+    for (std::thread& t : threads) t.join();
+  }
+  joined_threads(const joined_threads&) = delete;
+  joined_threads& operator=(const joined_threads&) = delete;
+};
+
 /// Calls fn(part, begin, end) for each range [bounds[part], bounds[part + 1]):
 /// part 0 on the calling thread, the others on threads of their own. A thread
 /// that cannot be started leaves its part to the calling thread: the work is
@@ -43,19 +56,12 @@ inline std::vector<std::uint64_t> even_bounds(unsigned parts, std::uint64_t n) {
 template <class Fn>
 void run_in_ranges(const std::vector<std::uint64_t>& bounds, const Fn& fn) {
   const auto parts = static_cast<unsigned>(bounds.size() - 1);
-  std::vector<std::thread> workers;
-  workers.reserve(parts - 1);
-  struct join_all {
-    std::vector<std::thread>& threads;
-    ~join_all() {
-      for (std::thread& t : threads) t.join();
-    }
-  } joiner{workers};
+  joined_threads workers(parts - 1);
   for (unsigned part = 1; part < parts; ++part) {
     const std::uint64_t begin = bounds[part];
     const std::uint64_t end = bounds[part + 1];
     try {
-      workers.emplace_back([&fn, part, begin, end] { fn(part, begin, end); });
+      workers.threads.emplace_back([&fn, part, begin, end] { fn(part, begin, end); });
     } catch (const std::system_error&) {
       fn(part, begin, end);
     }
@@ -123,17 +129,10 @@ bool run_team(unsigned parts, const Fn& fn) {
     }
     gate.notify_all();
   };
-  std::vector<std::thread> workers;
-  workers.reserve(parts - 1);
-  struct join_all {
-    std::vector<std::thread>& threads;
-    ~join_all() {
-      for (std::thread& t : threads) t.join();
-    }
-  } joiner{workers};
+  joined_threads workers(parts - 1);  // after the gate: joined before it goes
   for (unsigned part = 1; part < parts; ++part) {
     try {
-      workers.emplace_back([&, part] {
+      workers.threads.emplace_back([&, part] {
         {
           std::unique_lock<std::mutex> lock(gate_mutex);
           gate.wait(lock, [&] { return state != start::wait; });
