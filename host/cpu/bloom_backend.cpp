@@ -24,8 +24,9 @@
 // a DRAM miss; the hashing runs in that wait, as it does in one thread's loop
 // (which hashes key i + 40 while visiting key i). Slices are claimed one at a
 // time, so a thread that runs faster partitions more of them: the apply
-// share of each thread is fixed by its blocks, the partition is not, and on a
-// shared machine one vCPU often runs a third slower than the other.
+// share of each thread is fixed by its blocks, the partition is not, and on
+// the shared 2-vCPU VM one thread's apply took a third longer than the
+// other's in some runs.
 // Run one after the other (two thread rounds per chunk, fixed key ranges),
 // the two steps cost the hash and the miss in series: 0.50-0.68 of 2x one
 // thread's keys/s on 2 threads of the 2-vCPU EPYC.
