@@ -52,6 +52,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -240,6 +241,32 @@ key_sets make_keys(std::uint64_t n) {
   return k;
 }
 
+/// `bytes` of zeroed memory on 2 MiB pages where the kernel grants them (words
+/// is null when the mapping fails).
+struct huge_buffer {
+  void* memory = nullptr;
+  std::uint64_t mapped = 0;
+  std::uint64_t* words = nullptr;
+  explicit huge_buffer(std::uint64_t bytes) : mapped(bytes + (2ULL << 20)) {
+    memory = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED) {
+      memory = nullptr;
+      return;
+    }
+    const auto start = (reinterpret_cast<std::uintptr_t>(memory) + (2ULL << 20) - 1) & ~((2ULL << 20) - 1);
+#if defined(MADV_HUGEPAGE)
+    ::madvise(reinterpret_cast<void*>(start), bytes, MADV_HUGEPAGE);
+#endif
+    std::memset(reinterpret_cast<void*>(start), 0, bytes);
+    words = reinterpret_cast<std::uint64_t*>(start);
+  }
+  ~huge_buffer() {
+    if (memory != nullptr) ::munmap(memory, mapped);
+  }
+  huge_buffer(const huge_buffer&) = delete;
+  huge_buffer& operator=(const huge_buffer&) = delete;
+};
+
 // ---------------------------------------------------------------------------
 // Latency: a dependent pointer chase (one miss at a time)
 // ---------------------------------------------------------------------------
@@ -247,43 +274,21 @@ key_sets make_keys(std::uint64_t n) {
 /// 64-byte lines in a random single cycle (Sattolo); returns ns per step.
 double chase_ns(std::uint64_t bytes, bool huge_pages) {
   const std::uint64_t lines = bytes / 64;
-  void* memory = nullptr;
-  std::uint64_t mapped = 0;
-  if (huge_pages) {
-    mapped = (bytes + (4ULL << 20));
-    memory = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (memory == MAP_FAILED) return 0;
-    const auto start = (reinterpret_cast<std::uintptr_t>(memory) + (2ULL << 20) - 1) & ~((2ULL << 20) - 1);
-#if defined(MADV_HUGEPAGE)
-    ::madvise(reinterpret_cast<void*>(start), bytes, MADV_HUGEPAGE);
-#endif
-    std::memset(reinterpret_cast<void*>(start), 0, bytes);
-    auto* base = reinterpret_cast<std::uint64_t*>(start);
-    std::vector<std::uint64_t> order(lines);
-    std::iota(order.begin(), order.end(), 0);
-    for (std::uint64_t i = lines - 1; i > 0; --i) std::swap(order[i], order[splitmix64(i) % i]);
-    for (std::uint64_t i = 0; i < lines; ++i) base[order[i] * 8] = order[(i + 1) % lines] * 8;
-    std::uint64_t p = 0;
-    const std::uint64_t steps = std::min<std::uint64_t>(lines * 4, 1 << 22);
-    for (std::uint64_t s = 0; s < lines; ++s) p = base[p];  // warm the TLB and caches
-    const double t = seconds_of([&] {
-      for (std::uint64_t s = 0; s < steps; ++s) p = base[p];
-    });
-    volatile std::uint64_t sink = p;
-    (void)sink;
-    ::munmap(memory, mapped);
-    return t * 1e9 / static_cast<double>(steps);
-  }
-  std::vector<std::uint64_t> buffer(lines * 8);
+  // 2 MiB pages as gbf maps big filters, or the heap's pages as the peers get.
+  std::optional<huge_buffer> huge;
+  std::vector<std::uint64_t> heap;
+  if (huge_pages) huge.emplace(bytes); else heap.resize(lines * 8);
+  std::uint64_t* const base = huge_pages ? huge->words : heap.data();
+  if (base == nullptr) return 0;
   std::vector<std::uint64_t> order(lines);
   std::iota(order.begin(), order.end(), 0);
   for (std::uint64_t i = lines - 1; i > 0; --i) std::swap(order[i], order[splitmix64(i) % i]);
-  for (std::uint64_t i = 0; i < lines; ++i) buffer[order[i] * 8] = order[(i + 1) % lines] * 8;
+  for (std::uint64_t i = 0; i < lines; ++i) base[order[i] * 8] = order[(i + 1) % lines] * 8;
   std::uint64_t p = 0;
   const std::uint64_t steps = std::min<std::uint64_t>(lines * 4, 1 << 22);
-  for (std::uint64_t s = 0; s < lines; ++s) p = buffer[p];
+  for (std::uint64_t s = 0; s < lines; ++s) p = base[p];  // warm the TLB and caches
   const double t = seconds_of([&] {
-    for (std::uint64_t s = 0; s < steps; ++s) p = buffer[p];
+    for (std::uint64_t s = 0; s < steps; ++s) p = base[p];
   });
   volatile std::uint64_t sink = p;
   (void)sink;
@@ -497,32 +502,6 @@ void run_peers(const bench_case& c, const std::vector<engine>& engines, unsigned
 // ---------------------------------------------------------------------------
 
 __extension__ typedef unsigned __int128 uint128;  // GCC and Clang; -Wpedantic-clean
-
-/// `bytes` of zeroed memory on 2 MiB pages where the kernel grants them (words
-/// is null when the mapping fails).
-struct huge_buffer {
-  void* memory = nullptr;
-  std::uint64_t mapped = 0;
-  std::uint64_t* words = nullptr;
-  explicit huge_buffer(std::uint64_t bytes) : mapped(bytes + (2ULL << 20)) {
-    memory = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (memory == MAP_FAILED) {
-      memory = nullptr;
-      return;
-    }
-    const auto start = (reinterpret_cast<std::uintptr_t>(memory) + (2ULL << 20) - 1) & ~((2ULL << 20) - 1);
-#if defined(MADV_HUGEPAGE)
-    ::madvise(reinterpret_cast<void*>(start), bytes, MADV_HUGEPAGE);
-#endif
-    std::memset(reinterpret_cast<void*>(start), 0, bytes);
-    words = reinterpret_cast<std::uint64_t*>(start);
-  }
-  ~huge_buffer() {
-    if (memory != nullptr) ::munmap(memory, mapped);
-  }
-  huge_buffer(const huge_buffer&) = delete;
-  huge_buffer& operator=(const huge_buffer&) = delete;
-};
 
 /// The memory system's bound for a blocked filter's add: random 64-byte lines
 /// read, ORed and written back, keys_per_run of them on `threads` threads, each

@@ -21,15 +21,14 @@
 // after each: in round r, each thread applies chunk r - 1 and, between its
 // keys (cpu::side_work, 8 keys at a time), partitions slices of chunk r into
 // the other of two scratch buffers. Beyond the caches a key's apply waits on
-// a DRAM miss; the hashing runs in that wait, as it does in one thread's loop
-// (which hashes key i + 40 while visiting key i). Slices are claimed one at a
-// time, so a thread that runs faster partitions more of them: the apply
-// share of each thread is fixed by its blocks, the partition is not, and on
-// the shared 2-vCPU VM one thread's apply took a third longer than the
-// other's in some runs.
-// Run one after the other (two thread rounds per chunk, fixed key ranges),
-// the two steps cost the hash and the miss in series: 0.50-0.68 of 2x one
-// thread's keys/s on 2 threads of the 2-vCPU EPYC.
+// a DRAM miss, and the hashing can run in that wait, as it does in one
+// thread's loop (which hashes key i + 40 while visiting key i): against the
+// partition run after the apply, it cut two threads' CPU time per key by
+// 13-22% on the 2-vCPU EPYC (docs/cpu.md). Slices are claimed one at a time,
+// so a thread that runs faster partitions more of them: the apply share of
+// each thread is fixed by its blocks, the partition is not, and on that
+// shared VM one thread's apply took a third longer than the other's in some
+// runs.
 // A small filter (at most private_copy_max_bytes) takes a cheaper road for
 // plain add: threads 1..T-1 each add their key range into a zeroed private
 // copy of the bit array (it stays in their core's cache), thread 0 into the
@@ -39,10 +38,12 @@
 // the hashes is most of a key's cost (the private copies double the keys/s of
 // 2 threads where the partition gave 1.1-1.2x: docs/cpu.md).
 //
-// The earlier design (every thread reads the hashes of the whole batch and
-// keeps the keys of its blocks) cost each thread a pass over all keys, so 2
-// threads ran slower than 1 (issue 13). The partition's cost: one more write
-// and read of each hash. Lock-free add (atomic fetch_or over key ranges) is
+// Earlier designs: every thread read the hashes of the whole batch and kept
+// the keys of its blocks, a pass over all keys each, so 2 threads ran slower
+// than 1 (issue 13); then the two steps in two thread rounds per chunk, with
+// fixed key ranges, which cost the hash and the miss in series (0.50-0.68 of
+// 2x one thread's keys/s). The partition's own cost: one more write and read
+// of each hash. Lock-free add (atomic fetch_or over key ranges) is
 // the alternative: a lock-prefixed OR per word drains the store buffer and
 // stops a core overlapping its cache misses (bench/bench_cpu_peers.cpp
 // measures it beside this design; docs/cpu.md has the numbers).
