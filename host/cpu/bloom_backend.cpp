@@ -29,14 +29,26 @@
 // each thread is fixed by its blocks, the partition is not, and on that
 // shared VM one thread's apply took a third longer than the other's in some
 // runs.
-// A small filter (at most private_copy_max_bytes) takes a cheaper road for
-// plain add: threads 1..T-1 each add their key range into a zeroed private
-// copy of the bit array (it stays in their core's cache), thread 0 into the
-// filter, and then the copies are ORed in, split by word range. OR commutes, so
-// the bits are the sequential loop's; add with is_new, whose answers depend on
-// batch order, keeps the partition. In cache the partition's extra pass over
-// the hashes is most of a key's cost (the private copies double the keys/s of
-// 2 threads where the partition gave 1.1-1.2x: docs/cpu.md).
+// Plain add takes a cheaper road where private copies pay (copies_pay):
+// threads 1..T-1 each add their key range into a zeroed private copy of the
+// bit array, thread 0 into the filter, and then the copies are ORed in, split
+// by word range. OR commutes, so the bits are the sequential loop's; add with
+// is_new, whose answers depend on batch order, keeps the partition. Each
+// thread then runs the one-thread loop over its keys, hashing inside its own
+// misses, with no scratch and no barrier; the price is streaming: zeroing
+// T - 1 copies and reading them back, about 2T bytes moved per filter byte,
+// against one random line per key for the add itself. So copies pay for a
+// filter that fits a core's L2 (the partition's extra pass over the hashes is
+// most of a key's cost there: the copies doubled 2 threads' keys/s where the
+// partition gave 1.1-1.2x), and for any filter when the batch is large against
+// it: at least one key per copy_bytes_per_key bytes of the copies together
+// (a filter built from its n keys at 10-20 bits per key has one per 1.25-2.5
+// bytes). On the 2-vCPU EPYC, 16 MiB filter, 2 threads, alternated with the
+// partition (docs/cpu.md): 10^7 keys 4.6-7.7 ns/key against 7.2-11.0, and
+// 6.2-6.4 against 7.0-7.3 at 10^8 keys; it does not reach 2x one thread
+// there, as the two copies together fill the L3. The copies are kept between
+// calls, at most private_copies_max_total_bytes of them (the partition's
+// scratch for such a batch is 64 MiB).
 //
 // Earlier designs: every thread read the hashes of the whole batch and kept
 // the keys of its blocks, a pass over all keys each, so 2 threads ran slower
@@ -106,12 +118,21 @@ inline std::uint64_t chunk_keys_for(std::uint64_t batch, unsigned cells_per_key)
   return std::min(batch, std::clamp(batch / chunks_per_batch, min_chunk_keys, most));
 }
 
-/// Largest filter whose plain add uses per-thread private copies (see the top
-/// of the file): about a core's L2, and so cheap to zero and merge next to
-/// the batches that start threads (>= 2 * min_keys_per_thread keys).
+/// Largest filter whose plain add uses per-thread private copies whatever the
+/// batch (see the top of the file): about a core's L2, and so cheap to zero
+/// and merge next to the batches that start threads (>= 2 * min_keys_per_thread
+/// keys).
 constexpr std::uint64_t private_copy_max_bytes = std::uint64_t{1} << 20;
 
-/// ... and the most memory all private copies may take together (many threads).
+/// A larger filter's plain add uses them when the batch has at least one key
+/// per this many bytes of all copies together ((T - 1) x the filter's bytes):
+/// about where they stop costing more than the partition on the 2-vCPU EPYC
+/// (2 threads, 16 MiB: within the noise of it at one key per 4.2 or 8.4
+/// bytes, faster at one per 1.7 and 0.17).
+constexpr std::uint64_t copy_bytes_per_key = 4;
+
+/// ... and the most memory all private copies may take together, kept between
+/// calls (as the partition's scratch is).
 constexpr std::uint64_t private_copies_max_total_bytes = std::uint64_t{64} << 20;
 
 /// Slices per thread a chunk's partition is cut into (claimed_partition):
@@ -180,6 +201,7 @@ class cpu_bloom final : public bloom_backend {
   cpu_bloom(const layout& l, bool use_avx2, unsigned num_threads, bool huge_pages)
       : layout_(l),
         num_threads_(num_threads),
+        huge_pages_(huge_pages),
         kernels_(cpu::select_kernels(l.words_per_block, use_avx2)),
         words_(cpu::allocate_words(l.size_bytes(), huge_pages, "the CPU filter's bit array")) {}
 
@@ -323,8 +345,7 @@ class cpu_bloom final : public bloom_backend {
       run_keys(op, keys, results, 1);
       return;
     }
-    if (op == kernel_op::add && layout_.size_bytes() <= private_copy_max_bytes &&
-        layout_.size_bytes() * (parts - 1) <= private_copies_max_total_bytes) {
+    if (op == kernel_op::add && copies_pay(keys.count, parts)) {
       add_with_private_copies(keys, parts);
       return;
     }
@@ -431,14 +452,22 @@ class cpu_bloom final : public bloom_backend {
     }
   }
 
-  /// Plain add on `parts` threads of a small filter: key range p goes into
+  /// Whether a plain add of `keys` keys on `parts` threads takes private
+  /// copies rather than the partition (see the top of the file).
+  bool copies_pay(std::uint64_t keys, unsigned parts) const {
+    const std::uint64_t copy_bytes = layout_.size_bytes() * (parts - 1);
+    if (copy_bytes > private_copies_max_total_bytes) return false;
+    return layout_.size_bytes() <= private_copy_max_bytes || keys * copy_bytes_per_key >= copy_bytes;
+  }
+
+  /// Plain add on `parts` threads with private copies: key range p goes into
   /// private copy p - 1 (range 0 into the filter), then word range p of every
   /// copy is ORed into the filter by thread p.
   void add_with_private_copies(const key_batch& keys, unsigned parts) {
     const std::uint64_t bytes = layout_.size_bytes();
     while (private_copies_.size() < parts - 1)
       private_copies_.push_back(
-          cpu::allocate_words(bytes, false, "a thread's private copy of a small CPU filter"));
+          cpu::allocate_words(bytes, huge_pages_, "a thread's private copy of the CPU filter"));
     cpu::with_hashes(keys, layout_.seed, [&](auto hash_of) {
       const auto kernel = kernel_for<decltype(hash_of)>(kernels_);
       cpu::run_in_ranges(cpu::key_bounds(keys, parts), [&](unsigned part, std::uint64_t begin,
@@ -719,6 +748,7 @@ class cpu_bloom final : public bloom_backend {
 
   layout layout_;
   unsigned num_threads_;
+  bool huge_pages_;  ///< map the bit array and private copies of 2 MiB or more on huge pages
   kernel_set kernels_;
   cpu::word_array words_;
   partition_scratch scratch_;
