@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <random>
 #include <string>
@@ -307,65 +308,29 @@ TEST(CpuBackend, ThreadedAddWithNullsOverManyChunksAnswersLikeTheSequentialLoop)
   }
 }
 
-// A plain add into a filter past private_copy_max_bytes (1 MiB), of a batch
-// small against it (fewer keys than the copies' bytes / copy_bytes_per_key),
-// partitions the batch: a team of threads applies chunk c while it partitions
-// chunk c + 1 into the other scratch buffer, slices claimed by whichever
-// thread is free. Several chunks, nulls, 2..6 threads (register cursors up to
-// 4 owners, a counting sort beyond) and a second batch into the same filter
-// (the scratch is reused): the words must be the sequential loop's.
-TEST(CpuBackend, PartitionedPlainAddOverManyChunksGivesTheSequentialBits) {
-  const std::size_t n = 700'001;  // > 4 chunks of 2^17 keys
-  const auto first = random_keys<std::uint64_t>(n, 50);
-  const auto second = random_keys<std::uint64_t>(n / 2, 51);
-  const std::vector<std::uint8_t> validity = gbf::test::random_validity(n + 5, 52);
+// Two plain adds into one CPU filter of `filter_bytes` (plus one block, an odd
+// count) of three layouts, on each of `thread_counts` threads: `n` random keys
+// with nulls, then `second_n` more. After each, the words must be the
+// sequential loop's.
+void expect_two_plain_adds_give_the_sequential_bits(std::uint64_t filter_bytes, std::size_t n,
+                                                    std::size_t second_n, std::uint64_t seed,
+                                                    std::initializer_list<unsigned> thread_counts) {
+  const auto first = random_keys<std::uint64_t>(n, seed);
+  const auto second = random_keys<std::uint64_t>(second_n, seed + 1);
+  const std::vector<std::uint8_t> validity = gbf::test::random_validity(n + 5, seed + 2);
   key_batch batch = batch_of(first);
   batch.validity = validity.data();
   batch.validity_bit = 5;
   for (const layout& shape : {all_geometries().front(), layout{}, all_geometries().back()}) {
-    // 3 MiB of blocks, an odd count: past private_copy_max_bytes, and more
-    // than 4 bytes a key even for one copy (2 threads).
     const std::uint64_t block_bytes = std::uint64_t{4} * shape.words_per_block;
-    const layout l = with_blocks(shape, (std::uint64_t{3} << 20) / block_bytes + 1);
-    SCOPED_TRACE(name_of(l));
-    reference_filter reference(l);
-    for (std::size_t i = 0; i < n; ++i)
-      if (key_valid(batch.validity, batch.validity_bit, i)) reference.add(first[i]);
-    for (std::uint64_t key : second) reference.add(key);
-    for (const unsigned threads : {2u, 3u, 4u, 5u, 6u}) {
-      SCOPED_TRACE("threads=" + std::to_string(threads));
-      auto filter = make(l, cpu_simd::automatic, threads);
-      filter->add(batch, nullptr, sync_call);
-      add_to(*filter, second);
-      EXPECT_EQ(words_of(*filter, l), reference.words);
-    }
-  }
-}
-
-// A plain add of a batch large against a filter past private_copy_max_bytes
-// (a key per 2.2 bytes of a 1.5 MiB filter) takes private copies on 2 threads
-// and the partition on 3 and 4 (their copies would be 3 and 4.5 MiB: fewer
-// keys than one per 4 bytes); on both roads, with nulls and a second batch
-// into the same filter (the copies are reused, and zeroed again), the words
-// must be the sequential loop's.
-TEST(CpuBackend, PlainAddOfABatchLargeAgainstABigFilterGivesTheSequentialBits) {
-  const std::size_t n = 700'001;
-  const auto first = random_keys<std::uint64_t>(n, 53);
-  const auto second = random_keys<std::uint64_t>(n, 54);
-  const std::vector<std::uint8_t> validity = gbf::test::random_validity(n + 3, 55);
-  key_batch batch = batch_of(first);
-  batch.validity = validity.data();
-  batch.validity_bit = 3;
-  for (const layout& shape : {all_geometries().front(), layout{}, all_geometries().back()}) {
-    const std::uint64_t block_bytes = std::uint64_t{4} * shape.words_per_block;
-    const layout l = with_blocks(shape, (std::uint64_t{3} << 19) / block_bytes + 1);
+    const layout l = with_blocks(shape, filter_bytes / block_bytes + 1);
     SCOPED_TRACE(name_of(l));
     reference_filter reference(l);
     for (std::size_t i = 0; i < n; ++i)
       if (key_valid(batch.validity, batch.validity_bit, i)) reference.add(first[i]);
     const std::vector<std::uint32_t> after_first = reference.words;
     for (std::uint64_t key : second) reference.add(key);
-    for (const unsigned threads : {2u, 3u, 4u}) {
+    for (const unsigned threads : thread_counts) {
       SCOPED_TRACE("threads=" + std::to_string(threads));
       auto filter = make(l, cpu_simd::automatic, threads);
       filter->add(batch, nullptr, sync_call);
@@ -374,6 +339,29 @@ TEST(CpuBackend, PlainAddOfABatchLargeAgainstABigFilterGivesTheSequentialBits) {
       EXPECT_EQ(words_of(*filter, l), reference.words);
     }
   }
+}
+
+// A plain add into a filter past private_copy_max_bytes (1 MiB), of a batch
+// small against it (fewer keys than the copies' bytes / copy_bytes_per_key;
+// here 3 MiB, so even one copy, 2 threads, has more than 4 bytes a key),
+// partitions the batch: a team of threads applies chunk c while it partitions
+// chunk c + 1 into the other scratch buffer, slices claimed by whichever
+// thread is free. Several chunks (> 4 of 2^17 keys), nulls, 2..6 threads
+// (register cursors up to 4 owners, a counting sort beyond) and a second
+// batch into the same filter (the scratch is reused).
+TEST(CpuBackend, PartitionedPlainAddOverManyChunksGivesTheSequentialBits) {
+  expect_two_plain_adds_give_the_sequential_bits(std::uint64_t{3} << 20, 700'001, 350'000, 50,
+                                                 {2u, 3u, 4u, 5u, 6u});
+}
+
+// A plain add of a batch large against a filter past private_copy_max_bytes
+// (a key per 2.2 bytes of a 1.5 MiB filter) takes private copies on 2 threads
+// and the partition on 3 and 4 (their copies would be 3 and 4.5 MiB: fewer
+// keys than one per 4 bytes); on both roads, with nulls and a second batch
+// into the same filter (the copies are reused, and zeroed again).
+TEST(CpuBackend, PlainAddOfABatchLargeAgainstABigFilterGivesTheSequentialBits) {
+  expect_two_plain_adds_give_the_sequential_bits(std::uint64_t{3} << 19, 700'001, 700'001, 53,
+                                                 {2u, 3u, 4u});
 }
 
 TEST(CpuBackend, CombineIsWordwiseOrAndAnd) {
