@@ -462,7 +462,9 @@ class cpu_bloom final : public bloom_backend {
 
   /// Plain add on `parts` threads with private copies: key range p goes into
   /// private copy p - 1 (range 0 into the filter), then word range p of every
-  /// copy is ORed into the filter by thread p.
+  /// copy is ORed into the filter by thread p, which zeroes it while it is in
+  /// cache: a copy is all zeros between calls (allocate_words zeroes a new one),
+  /// so no call zeroes a copy before using it.
   void add_with_private_copies(const key_batch& keys, unsigned parts) {
     const std::uint64_t bytes = layout_.size_bytes();
     while (private_copies_.size() < parts - 1)
@@ -473,18 +475,16 @@ class cpu_bloom final : public bloom_backend {
       cpu::run_in_ranges(cpu::key_bounds(keys, parts), [&](unsigned part, std::uint64_t begin,
                                                            std::uint64_t end) {
         bloom_job<decltype(hash_of)> j = job(kernel_op::add, hash_of, begin, end, nullptr, nullptr, keys);
-        if (part != 0) {
-          j.words = private_copies_[part - 1].get();
-          std::memset(j.words, 0, bytes);
-        }
+        if (part != 0) j.words = private_copies_[part - 1].get();
         kernel(j);
       });
     });
     std::uint32_t* const words = words_.get();
     cpu::run_in_parts(parts, layout_.num_words(), [&](unsigned, std::uint64_t begin, std::uint64_t end) {
       for (unsigned copy = 0; copy + 1 < parts; ++copy) {
-        const std::uint32_t* const other = private_copies_[copy].get();
+        std::uint32_t* const other = private_copies_[copy].get();
         for (std::uint64_t i = begin; i < end; ++i) words[i] |= other[i];
+        std::memset(other + begin, 0, (end - begin) * sizeof(std::uint32_t));
       }
     });
   }
@@ -752,7 +752,7 @@ class cpu_bloom final : public bloom_backend {
   kernel_set kernels_;
   cpu::word_array words_;
   partition_scratch scratch_;
-  std::vector<cpu::word_array> private_copies_;  ///< add_with_private_copies' arrays, kept between calls.
+  std::vector<cpu::word_array> private_copies_;  ///< add_with_private_copies' arrays, all zeros between calls.
 };
 
 }  // namespace

@@ -364,6 +364,26 @@ TEST(CpuBackend, PlainAddOfABatchLargeAgainstABigFilterGivesTheSequentialBits) {
                                                  {2u, 3u, 4u});
 }
 
+// Private copies carry nothing from one call to the next: after an add on
+// threads, a clear and a second add, the words are the second batch's alone,
+// for a filter that always takes the copies (64 KiB) and one past 1 MiB that
+// takes them for a batch this large (a key per 2.2 bytes).
+TEST(CpuBackend, PrivateCopiesKeepNoBitsAcrossAClear) {
+  const auto first = random_keys<std::uint64_t>(700'001, 56);
+  const auto second = random_keys<std::uint64_t>(700'001, 57);
+  for (const std::uint64_t filter_bytes : {std::uint64_t{1} << 16, std::uint64_t{3} << 19}) {
+    const layout l = with_blocks(layout{}, filter_bytes / 32 + 1);
+    SCOPED_TRACE(name_of(l));
+    reference_filter reference(l);
+    for (std::uint64_t key : second) reference.add(key);
+    auto filter = make(l, cpu_simd::automatic, 2);
+    add_to(*filter, first);
+    filter->clear();
+    add_to(*filter, second);
+    EXPECT_EQ(words_of(*filter, l), reference.words);
+  }
+}
+
 TEST(CpuBackend, CombineIsWordwiseOrAndAnd) {
   const layout l = with_blocks(layout{}, 777);
   const auto a_keys = random_keys<std::uint64_t>(3000, 40);
