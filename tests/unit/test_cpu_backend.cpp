@@ -267,11 +267,12 @@ TEST(CpuBackend, AddNewAnswersLikeTheSequentialLoop) {
   check_add_new_is_sequential<std::uint64_t>(l, 4, threaded_batch);
 }
 
-// Threaded add partitions each chunk of 2^18 keys by owner: up to 4 owners
-// with one register cursor each, more by a counting sort. 2..6 threads cover
-// both, a batch of several chunks covers the chunk loop, and an Arrow validity
-// bitmap covers the null-skipping paths: the words and the is_new answers must
-// be those of the sequential loop, and nulls must be answered false.
+// Threaded add with is_new partitions each chunk (at least 2^17 keys) by
+// owner: up to 4 owners with one register cursor each, more by a counting
+// sort. 2..6 threads cover both, a batch of several chunks covers the chunk
+// loop, and an Arrow validity bitmap covers the null-skipping paths: the
+// words and the is_new answers must be those of the sequential loop, and
+// nulls must be answered false.
 TEST(CpuBackend, ThreadedAddWithNullsOverManyChunksAnswersLikeTheSequentialLoop) {
   const layout l = with_blocks(all_geometries().front(), 4093);  // few blocks: many repeats
   const std::size_t n = 600'001;                                 // 3 chunks
@@ -312,11 +313,13 @@ TEST(CpuBackend, ThreadedAddWithNullsOverManyChunksAnswersLikeTheSequentialLoop)
 // count) of three layouts, on each of `thread_counts` threads: `n` random keys
 // with nulls, then `second_n` more. After each, the words must be the
 // sequential loop's.
+template <class Key = std::uint64_t>
 void expect_two_plain_adds_give_the_sequential_bits(std::uint64_t filter_bytes, std::size_t n,
                                                     std::size_t second_n, std::uint64_t seed,
                                                     std::initializer_list<unsigned> thread_counts) {
-  const auto first = random_keys<std::uint64_t>(n, seed);
-  const auto second = random_keys<std::uint64_t>(second_n, seed + 1);
+  SCOPED_TRACE(sizeof(Key) == 4 ? "u32 keys" : "u64 keys");
+  const auto first = random_keys<Key>(n, seed);
+  const auto second = random_keys<Key>(second_n, seed + 1);
   const std::vector<std::uint8_t> validity = gbf::test::random_validity(n + 5, seed + 2);
   key_batch batch = batch_of(first);
   batch.validity = validity.data();
@@ -329,7 +332,7 @@ void expect_two_plain_adds_give_the_sequential_bits(std::uint64_t filter_bytes, 
     for (std::size_t i = 0; i < n; ++i)
       if (key_valid(batch.validity, batch.validity_bit, i)) reference.add(first[i]);
     const std::vector<std::uint32_t> after_first = reference.words;
-    for (std::uint64_t key : second) reference.add(key);
+    for (const Key key : second) reference.add(key);
     for (const unsigned threads : thread_counts) {
       SCOPED_TRACE("threads=" + std::to_string(threads));
       auto filter = make(l, cpu_simd::automatic, threads);
@@ -347,11 +350,13 @@ void expect_two_plain_adds_give_the_sequential_bits(std::uint64_t filter_bytes, 
 // partitions the batch: a team of threads applies chunk c while it partitions
 // chunk c + 1 into the other scratch buffer, slices claimed by whichever
 // thread is free. Several chunks (> 4 of 2^17 keys), nulls, 2..6 threads
-// (register cursors up to 4 owners, a counting sort beyond) and a second
-// batch into the same filter (the scratch is reused).
-TEST(CpuBackend, PartitionedPlainAddOverManyChunksGivesTheSequentialBits) {
+// (register cursors up to 4 owners, a counting sort beyond), u64 and u32 keys,
+// and a second batch into the same filter (the scratch is reused).
+TEST(CpuBackend, PlainAddOfABatchSmallAgainstABigFilterGivesTheSequentialBits) {
   expect_two_plain_adds_give_the_sequential_bits(std::uint64_t{3} << 20, 700'001, 350'000, 50,
                                                  {2u, 3u, 4u, 5u, 6u});
+  expect_two_plain_adds_give_the_sequential_bits<std::uint32_t>(std::uint64_t{3} << 20, 300'001,
+                                                                150'000, 58, {2u, 3u});
 }
 
 // A plain add of a batch large against a filter past private_copy_max_bytes
