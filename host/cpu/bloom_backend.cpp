@@ -462,9 +462,10 @@ class cpu_bloom final : public bloom_backend {
 
   /// Plain add on `parts` threads with private copies: key range p goes into
   /// private copy p - 1 (range 0 into the filter), then word range p of every
-  /// copy is ORed into the filter by thread p, which zeroes it while it is in
-  /// cache: a copy is all zeros between calls (allocate_words zeroes a new one),
-  /// so no call zeroes a copy before using it.
+  /// copy is ORed into the filter by thread p, which zeroes each word as it
+  /// reads it (one pass over the copy, not a second one to clear it): a copy is
+  /// all zeros between calls (allocate_words zeroes a new one), so no call
+  /// zeroes a copy before using it.
   void add_with_private_copies(const key_batch& keys, unsigned parts) {
     const std::uint64_t bytes = layout_.size_bytes();
     while (private_copies_.size() < parts - 1)
@@ -483,8 +484,10 @@ class cpu_bloom final : public bloom_backend {
     cpu::run_in_parts(parts, layout_.num_words(), [&](unsigned, std::uint64_t begin, std::uint64_t end) {
       for (unsigned copy = 0; copy + 1 < parts; ++copy) {
         std::uint32_t* const other = private_copies_[copy].get();
-        for (std::uint64_t i = begin; i < end; ++i) words[i] |= other[i];
-        std::memset(other + begin, 0, (end - begin) * sizeof(std::uint32_t));
+        for (std::uint64_t i = begin; i < end; ++i) {
+          words[i] |= other[i];
+          other[i] = 0;
+        }
       }
     });
   }
