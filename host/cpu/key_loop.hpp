@@ -111,14 +111,18 @@ inline void for_each_dense_key(const key_range<Hashes>& range, const AddressOf& 
   using address = decltype(address_of(std::uint64_t{0}));
   std::uint64_t ring_hash[d];
   address ring_block[d];
+  // Locals, not range.*: a visit's SIMD store may alias anything, which would
+  // make the compiler reload these from the range each key.
+  const Hashes hash_of = range.hash_of;
+  const std::uint64_t num_blocks = range.num_blocks;
   const std::size_t begin = range.begin;
   const std::size_t end = range.end;
   const std::size_t warm_end = end - begin > d ? begin + d : end;
   std::size_t i = begin;
   std::size_t slot = 0;
   for (; i < warm_end; ++i, ++slot) {
-    const std::uint64_t h = range.hash_of(i);
-    const address a = address_of(block_index(h, range.num_blocks));
+    const std::uint64_t h = hash_of(i);
+    const address a = address_of(block_index(h, num_blocks));
     prefetch_lines(a, prefetch_bytes);
     ring_hash[slot] = h;
     ring_block[slot] = a;
@@ -127,8 +131,8 @@ inline void for_each_dense_key(const key_range<Hashes>& range, const AddressOf& 
   for (; i < end; ++i) {
     // The slot holds key i - d; it then takes key i.
     visit(i - d, ring_hash[slot], ring_block[slot]);
-    const std::uint64_t h = range.hash_of(i);
-    const address a = address_of(block_index(h, range.num_blocks));
+    const std::uint64_t h = hash_of(i);
+    const address a = address_of(block_index(h, num_blocks));
     prefetch_lines(a, prefetch_bytes);
     ring_hash[slot] = h;
     ring_block[slot] = a;

@@ -19,6 +19,7 @@
 #include "gbf/sizing.hpp"
 #include "host/backend.hpp"
 #include "host/bloom_backend.hpp"
+#include "host/cpu/block_owner.hpp"
 
 namespace gbf::detail {
 namespace {
@@ -386,6 +387,51 @@ TEST(CpuBackend, PrivateCopiesKeepNoBitsAcrossAClear) {
     filter->clear();
     add_to(*filter, second);
     EXPECT_EQ(words_of(*filter, l), reference.words);
+  }
+}
+
+// The partitioned add routes a key to a thread by its hash's high half
+// (first_hash_high) instead of by its block (operator()); the two must agree
+// on every hash, or one block would be written by two threads at once.
+TEST(CpuBackend, BlockOwnerBoundsAgreeWithTheOwnerOfEveryBlock) {
+  std::mt19937_64 rng(13);
+  std::vector<std::uint64_t> block_counts = {1, 2, 3, 4, 5, 7, 8, 255, 256, 257, 1000003,
+                                             (std::uint64_t{1} << 32) - 1, std::uint64_t{1} << 32};
+  for (int i = 0; i < 40; ++i) block_counts.push_back(1 + rng() % (std::uint64_t{1} << 32));
+  for (const std::uint64_t num_blocks : block_counts) {
+    for (const unsigned parts : {1u, 2u, 3u, 4u, 5u, 16u, 256u}) {
+      SCOPED_TRACE("num_blocks " + std::to_string(num_blocks) + ", parts " + std::to_string(parts));
+      const cpu::block_owner owner_of(parts, num_blocks);
+      // first_block(o) is the least block whose owner is o or later.
+      EXPECT_EQ(owner_of.first_block(0, num_blocks), 0u);
+      EXPECT_EQ(owner_of.first_block(parts, num_blocks), num_blocks);
+      for (unsigned o = 1; o < parts; ++o) {
+        const std::uint64_t first = owner_of.first_block(o, num_blocks);
+        ASSERT_LE(owner_of.first_block(o - 1, num_blocks), first);
+        if (first < num_blocks) {
+          EXPECT_GE(owner_of(first), o);
+        }
+        if (first > 0) {
+          EXPECT_LT(owner_of(first - 1), o);
+        }
+      }
+      // The owner by the high half equals the owner of the block, at random
+      // high halves and on both sides of every bound.
+      std::vector<std::uint64_t> highs = {0, 0xffffffffu};
+      for (unsigned o = 0; o <= parts; ++o) {
+        const std::uint64_t bound = owner_of.first_hash_high(o, num_blocks);
+        for (const std::uint64_t x : {bound - 1, bound, bound + 1})
+          if (x <= 0xffffffffu) highs.push_back(x);
+      }
+      for (int i = 0; i < 200; ++i) highs.push_back(rng() >> 32);
+      for (const std::uint64_t high : highs) {
+        unsigned by_high = 0;
+        while (by_high + 1 < parts && owner_of.first_hash_high(by_high + 1, num_blocks) <= high)
+          ++by_high;
+        const std::uint64_t h = (high << 32) | (rng() & 0xffffffffu);
+        ASSERT_EQ(by_high, owner_of(block_index(h, num_blocks))) << "high half " << high;
+      }
+    }
   }
 }
 
