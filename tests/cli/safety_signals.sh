@@ -40,6 +40,27 @@ for sig in INT:130 TERM:143; do
   [[ -z $(leftovers) ]] || fail "SIG${sig%%:*} while locked left: $(leftovers)"
 done
 
+# A writer waiting with --wait for another's lock still ends on a signal,
+# promptly and without touching the holder's lock file; the holder, signalled
+# in turn, removes it.
+for sig in INT:130 TERM:143; do
+  status=$(bash -c 'set -m
+    "$1" add big.gbf keys.fifo --keys-format u64 -q --backend cpu 2>/dev/null & holder=$!
+    for _ in $(seq 200); do [[ -e .big.gbf.gbf-lock ]] && break; sleep 0.02; done
+    "$1" add big.gbf k.u64 -q --backend cpu --wait 2>/dev/null & waiter=$!
+    sleep 0.3
+    kill -0 $waiter 2>/dev/null || { echo "waiter did not wait"; kill -INT $holder; exit; }
+    kill -'"${sig%%:*}"' $waiter
+    for _ in $(seq 250); do kill -0 $waiter 2>/dev/null || break; sleep 0.02; done
+    kill -0 $waiter 2>/dev/null && { kill -KILL $waiter; echo -n "ignored, "; }
+    wait $waiter; w=$?
+    [[ -e .big.gbf.gbf-lock ]] || w="$w, holder lock gone"
+    kill -INT $holder; wait $holder; echo "$w $?"' bash "$GBF" 2>/dev/null)
+  [[ $status == "${sig##*:} 130" ]] || fail "SIG${sig%%:*} while waiting for a lock: status $status, want ${sig##*:} 130"
+  [[ -z $(leftovers) ]] || fail "SIG${sig%%:*} while waiting for a lock left: $(leftovers)"
+done
+cmp -s big.gbf big.orig || fail "signals while locked or waiting changed the target"
+
 # SIGKILL cannot be handled: a named temporary (and the lock file) stay, and
 # the next save of the same path removes them. Also for a 254-byte name,
 # whose temporaries use a shortened name.
