@@ -351,8 +351,7 @@ class atomic_add_filter {
     std::vector<std::thread> workers;
     const auto run = [&](std::size_t begin, std::size_t end) {
       using namespace gbf::detail::cpu;
-      key_range<key_hashes<std::uint64_t>> range{{keys, 0}, begin, end, num_blocks_, 0, num_blocks_,
-                                                 nullptr, 0};
+      key_range<key_hashes<std::uint64_t>> range{{keys, 0}, begin, end, num_blocks_, nullptr, 0};
       std::uint64_t* const words = words_;
       for_each_key(range, [words](std::uint64_t b) { return words + b * 4; },
                    [](std::size_t, std::uint64_t h, std::uint64_t* block) {

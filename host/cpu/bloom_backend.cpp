@@ -302,9 +302,8 @@ class cpu_bloom final : public bloom_backend {
   template <class Hashes>
   bloom_job<Hashes> job(kernel_op op, Hashes hash_of, std::size_t begin, std::size_t end,
                         bool* results, std::uint64_t* rows, const key_batch& keys) const {
-    key_range<Hashes> range{hash_of,           begin,         end,
-                            layout_.num_blocks, 0,            layout_.num_blocks,
-                            keys.validity,     keys.validity_bit};
+    key_range<Hashes> range{hash_of,       begin,         end, layout_.num_blocks,
+                            keys.validity, keys.validity_bit};
     return {op, range, words_.get(), layout_.bits_per_key, results, rows};
   }
 

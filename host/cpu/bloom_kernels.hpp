@@ -131,12 +131,16 @@ struct avx2_block {
   static constexpr std::uint32_t lanes = 8;  // 32-bit words per __m256i
   static constexpr std::uint32_t vectors = WordsPerBlock / lanes;
 
-  /// Lane i of probe_bits(h32, j) is 1 << probe_bit(h, j + i): the product's top 5 bits.
-  GBF_TARGET_AVX2 static __m256i probe_bits(__m256i h32, std::uint32_t first_probe) {
+  /// Lane i of probe_positions(h32, j) is probe_bit(h, j + i): the product's top 5 bits.
+  GBF_TARGET_AVX2 static __m256i probe_positions(__m256i h32, std::uint32_t first_probe) {
     const __m256i salts =
         _mm256_load_si256(reinterpret_cast<const __m256i*>(salt_lanes.values + first_probe));
-    const __m256i bit = _mm256_srli_epi32(_mm256_mullo_epi32(h32, salts), 27);
-    return _mm256_sllv_epi32(_mm256_set1_epi32(1), bit);
+    return _mm256_srli_epi32(_mm256_mullo_epi32(h32, salts), 27);
+  }
+
+  /// Lane i of probe_bits(h32, j) is 1 << probe_bit(h, j + i).
+  GBF_TARGET_AVX2 static __m256i probe_bits(__m256i h32, std::uint32_t first_probe) {
+    return _mm256_sllv_epi32(_mm256_set1_epi32(1), probe_positions(h32, first_probe));
   }
 
   /// block_masks<W>, 8 probes at a time. Lane i of vector v is word 8v + i; the

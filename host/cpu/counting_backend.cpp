@@ -1,6 +1,7 @@
 // The counting filter on the CPU: the counter array in host memory
-// (host/cpu/memory.hpp), the kernels of host/cpu/counting_kernels.hpp, and
-// threads for big batches (host/cpu/threads.hpp).
+// (host/cpu/memory.hpp), the kernels of host/cpu/counting_kernels.hpp (AVX2
+// for W >= 8 when the CPU has it and options::simd allows, as the plain
+// filter's), and threads for big batches (host/cpu/threads.hpp).
 //
 // Beside the counters it keeps their projection, a plain CPU filter of the
 // same layout (bit set <=> counter nonzero), which every write keeps exact
@@ -12,9 +13,10 @@
 //
 // Threads. Reads (contains, count, select, approximate_count) split the batch
 // by key range. Writes (add, both removes) split the blocks instead
-// (host/cpu/owned_blocks.hpp): each thread walks the whole batch in order and
-// handles the keys of its own blocks, so a checked remove answers exactly as
-// one thread walking the batch would, and no counter word has two writers.
+// (host/cpu/owned_blocks.hpp): the batch is partitioned by block owner, and
+// each thread applies the keys of its own blocks in batch order, so a checked
+// remove answers exactly as one thread walking the batch would, and no
+// counter word has two writers.
 // Adds and unchecked removes would be exact in any order (saturating
 // increments commute, as do floored decrements below the maximum), but the
 // ownership split also spares them atomic read-modify-writes, which on x86
@@ -63,19 +65,24 @@ void clear_null_results(const key_batch& keys, T* results) {
 class cpu_counting final : public counting_backend {
  public:
   cpu_counting(const layout& l, std::uint32_t counter_bits, unsigned num_threads,
-               const options& opts)
+               bool use_avx2, const options& opts)
       : layout_(l),
         counter_bits_(counter_bits),
         num_threads_(num_threads),
+        use_avx2_(use_avx2),
         counters_(cpu::allocate_words(counter_bytes(l, counter_bits), opts.cpu_huge_pages,
                                       "the CPU counting filter's counters")),
         projection_(make_cpu_bloom(l, with_threads(opts, num_threads), &projection_description_)) {}
 
-  /// e.g. "cpu (scalar counters, avx2 probes, 16 threads)".
+  /// e.g. "cpu (avx2 counters, avx2 probes, 16 threads)": the kernels that run
+  /// for this layout.
   std::string description() const {
-    const std::string isa = projection_description_.find("avx2") != std::string::npos ? "avx2" : "scalar";
-    return "cpu (scalar counters, " + isa + " probes, " + std::to_string(num_threads_) +
-           (num_threads_ == 1 ? " thread)" : " threads)");
+    const std::string probes =
+        projection_description_.find("avx2") != std::string::npos ? "avx2" : "scalar";
+    const std::string counters =
+        cpu::avx2_counters(layout_.words_per_block, use_avx2_) ? "avx2" : "scalar";
+    return "cpu (" + counters + " counters, " + probes + " probes, " +
+           std::to_string(num_threads_) + (num_threads_ == 1 ? " thread)" : " threads)");
   }
 
   backend kind() const noexcept override { return backend::cpu; }
@@ -228,14 +235,13 @@ class cpu_counting final : public counting_backend {
   /// The kernel of this filter's W and c for hash source `Hashes`.
   template <class Hashes>
   cpu::counting_kernel<Hashes> kernel_for() const {
-    return cpu::counting_kernel_for<Hashes>(layout_.words_per_block, counter_bits_);
+    return cpu::counting_kernel_for<Hashes>(layout_.words_per_block, counter_bits_, use_avx2_);
   }
 
   template <class Hashes>
   counting_job<Hashes> job(counting_op op, Hashes hash_of, std::size_t begin, std::size_t end,
                            const key_batch& keys) const {
-    key_range<Hashes> range{hash_of,           begin, end,          layout_.num_blocks,
-                            0,                 layout_.num_blocks,  keys.validity,
+    key_range<Hashes> range{hash_of, begin, end, layout_.num_blocks, keys.validity,
                             keys.validity_bit};
     return {op,           range, counters_.get(), layout_.bits_per_key,
             counter_bits_, projection_->host_words(), nullptr, nullptr};
@@ -262,8 +268,8 @@ class cpu_counting final : public counting_backend {
   /// Runs a writing `op` over the batch: one thread in batch order, or threads
   /// owning block ranges (see the top of the file). Returns the summed tally.
   std::uint64_t run_owned(counting_op op, const key_batch& keys, bool* results) {
-    const auto parts =
-        static_cast<unsigned>(std::min<std::uint64_t>(key_parts(keys), layout_.num_blocks));
+    const auto parts = static_cast<unsigned>(std::min<std::uint64_t>(
+        {key_parts(keys), layout_.num_blocks, cpu::max_block_owners}));
     if (parts == 1) {
       return cpu::with_hashes(keys, layout_.seed, [&](auto hash_of) {
         counting_job<decltype(hash_of)> j = job(op, hash_of, 0, keys.count, keys);
@@ -273,25 +279,29 @@ class cpu_counting final : public counting_backend {
     }
     const auto kernel = kernel_for<stored_hashes>();
     std::vector<std::uint64_t> tallies(parts);
-    cpu::run_block_owned(keys, layout_.seed, parts, layout_.num_blocks, "a counting filter write",
-                         [&](unsigned part, const cpu::owned_share& share) {
-                           counting_job<stored_hashes> j =
-                               job(op, share.hashes, 0, share.count, keys);
-                           j.results = results == nullptr ? nullptr : results + share.first;
-                           j.keys.validity_bit = keys.validity_bit + share.first;
-                           j.keys.first_block = share.first_block;
-                           j.keys.owned_blocks = share.owned_blocks;
-                           tallies[part] += kernel(j);
-                         });
+    cpu::run_block_owned(
+        keys, layout_.seed, parts, layout_.num_blocks, owned_scratch_, "a counting filter write",
+        [&](unsigned part, const cpu::owned_share& share) {
+          // A share's keys are all owned and none is null: the dense loop.
+          counting_job<stored_hashes> j = job(op, share.hashes, 0, share.count, keys);
+          j.keys.validity = nullptr;
+          j.results = results == nullptr ? nullptr : share.answers;
+          tallies[part] += kernel(j);
+          if (results != nullptr)
+            for (std::size_t i = 0; i < share.count; ++i)
+              results[share.first + share.index[i]] = share.answers[i];
+        });
     return std::accumulate(tallies.begin(), tallies.end(), std::uint64_t{0});
   }
 
   layout layout_;
   std::uint32_t counter_bits_;
   unsigned num_threads_;
+  bool use_avx2_;  ///< the AVX2 counter kernel for W >= 8 (as the projection's probes)
   cpu::word_array counters_;
   std::string projection_description_;
   std::unique_ptr<bloom_backend> projection_;  ///< The plain CPU filter the counters project to.
+  cpu::owned_scratch owned_scratch_;  ///< threaded writes' partition, kept between calls
 };
 
 }  // namespace
@@ -306,7 +316,8 @@ std::unique_ptr<counting_backend> make_cpu_counting(const layout& l, std::uint32
         "cpu_simd::automatic or cpu_simd::scalar");
   const unsigned num_threads =
       opts.cpu_threads != 0 ? opts.cpu_threads : std::max(1u, std::thread::hardware_concurrency());
-  auto backend = std::make_unique<cpu_counting>(l, counter_bits, num_threads, opts);
+  const bool use_avx2 = opts.simd != cpu_simd::scalar && cpu_has_avx2();
+  auto backend = std::make_unique<cpu_counting>(l, counter_bits, num_threads, use_avx2, opts);
   if (description != nullptr) *description = backend->description();
   return backend;
 }

@@ -10,6 +10,12 @@
 // block's lines were prefetched together, and a data-dependent exit would
 // mispredict on about half of the absent keys.
 //
+// Two kernels, as for the plain filter (host/cpu/bloom_kernels.hpp): the
+// portable one above, and for W = 8 and 16 an AVX2 one that updates a whole
+// block's counters in registers (avx2_counting_block, below). Both compute
+// the same words: the AVX2 kernel is the word functions of
+// gbf/counting_layout.hpp applied 8 counter words at a time.
+//
 // Writes are plain loads and stores: the backend runs the writing operations
 // on threads that own disjoint block ranges (host/cpu/owned_blocks.hpp), so no
 // two threads ever touch one counter word.
@@ -30,6 +36,7 @@
 #include "gbf/counting_layout.hpp"
 #include "gbf/error.hpp"
 #include "gbf/layout.hpp"
+#include "host/cpu/bloom_kernels.hpp"
 #include "host/cpu/key_loop.hpp"
 
 namespace gbf::detail::cpu {
@@ -61,6 +68,7 @@ template <std::uint32_t WordsPerBlock, std::uint32_t CounterBits>
 struct counting_block {
   static constexpr std::uint32_t words_per_block = WordsPerBlock;
   static constexpr std::uint32_t c = CounterBits;
+  static constexpr const char* name = "scalar";
 
   /// Calls fn(word index in the block, shift) for the counter of every bit of h's masks.
   /// With k = W (the default) a key has one bit per word, probe w's, computed
@@ -132,40 +140,390 @@ struct counting_block {
       block[word] = decrement_fields(block[word], 1u << shift, c);
     });
   }
+
+  // A key's whole write: its counters, then its projection block `bits` (may be null).
+  static void add(std::uint32_t* block, std::uint32_t* bits, std::uint64_t h, std::uint32_t k) {
+    increment(block, h, k);
+    if (bits != nullptr) project_add(bits, h, k);
+  }
+  static void remove(std::uint32_t* block, std::uint32_t* bits, std::uint64_t h, std::uint32_t k) {
+    decrement(block, h, k);
+    if (bits != nullptr) project_remove(block, bits, h, k);
+  }
+  /// A checked remove: removes the key when all its counters are nonzero; returns whether it did.
+  static bool remove_if_present(std::uint32_t* block, std::uint32_t* bits, std::uint64_t h,
+                                std::uint32_t k) {
+    if (!contains(block, h, k)) return false;
+    remove(block, bits, h, k);
+    return true;
+  }
 };
+
+#if GBF_CPU_X86
+/// The AVX2 counter kernel for W = 8 and 16. A block's W * c counter words
+/// fill W * c / 8 registers; lane L of register r is counter word 8r + L, the
+/// counter word j = (8r + L) mod c of plain word w = (8r + L) / c, which holds
+/// the counters of that word's bits jF .. jF + F - 1 (F = 32 / c). For every
+/// register the kernel builds `ones`, the low bit of each field whose counter
+/// the key touches (the argument of increment_fields / decrement_fields), from
+/// the plain kernel's probes (avx2_block) with one lane permute:
+/// - k = W (the default): one probe per word, at bit b; its field in counter
+///   word j is at shift c * (b - jF) when 0 <= b - jF < F. A variable shift
+///   by c * (b - jF) of a 1 gives exactly that, and 0 in the other lanes of
+///   the word, since AVX2 variable shifts by 32 or more (as unsigned: a
+///   negative b - jF too) give 0;
+/// - any k: the word's mask shifted down by jF, its low F bits spread one to
+///   a field (spread_bits, 8 lanes at a time).
+/// Then the fields are updated with the word functions of
+/// gbf/counting_layout.hpp, written here for 8 lanes, and a write's
+/// projection block is updated in registers too (a remove's from the fields
+/// it leaves nonzero), without reading back the counters it just stored.
+template <std::uint32_t WordsPerBlock, std::uint32_t CounterBits>
+struct avx2_counting_block {
+  static_assert(WordsPerBlock == 8 || WordsPerBlock == 16,
+                "AVX2 kernels hold a block's probes in one or two 256-bit registers");
+  static_assert(CounterBits == 4 || CounterBits == 8, "counters are 4 or 8 bits");
+  static constexpr std::uint32_t words_per_block = WordsPerBlock;
+  static constexpr std::uint32_t c = CounterBits;
+  static constexpr const char* name = "avx2";
+  using probes = avx2_block<WordsPerBlock>;
+  static constexpr std::uint32_t lanes = 8;
+  static constexpr std::uint32_t probe_vectors = WordsPerBlock / lanes;
+  static constexpr std::uint32_t counter_vectors = WordsPerBlock * c / lanes;
+  static constexpr std::uint32_t fields = counters_per_word(c);  // F
+  static constexpr int log2_c = c == 4 ? 2 : 3;
+
+  /// Per counter register r, lane L: the lane of the probe register holding
+  /// its plain word, and jF, the first plain bit its counter word covers.
+  /// Per r and lane p of r's probe register (plain word 8v + p): the lane of
+  /// r holding that word's first counter word, and all ones when r holds it.
+  struct lane_tables {
+    alignas(32) std::uint32_t probe_lane[counter_vectors * lanes];
+    alignas(32) std::uint32_t first_bit[counter_vectors * lanes];
+    alignas(32) std::uint32_t word_lane[counter_vectors * lanes];
+    alignas(32) std::uint32_t word_here[counter_vectors * lanes];
+  };
+  static constexpr lane_tables make_lane_tables() {
+    lane_tables t{};
+    for (std::uint32_t i = 0; i < counter_vectors * lanes; ++i) {
+      t.probe_lane[i] = (i / c) % lanes;
+      t.first_bit[i] = (i % c) * fields;
+      const std::uint32_t r = i / lanes;
+      const std::uint32_t word = r * lanes / c / lanes * lanes + i % lanes;
+      t.word_lane[i] = word * c % lanes;
+      t.word_here[i] = word * c / lanes == r ? ~0u : 0u;
+    }
+    return t;
+  }
+  static constexpr lane_tables tables = make_lane_tables();
+
+  GBF_TARGET_AVX2 static __m256i table(const std::uint32_t* row, std::uint32_t r) {
+    return _mm256_load_si256(reinterpret_cast<const __m256i*>(row + r * lanes));
+  }
+  GBF_TARGET_AVX2 static __m256i load(const std::uint32_t* words, std::uint32_t r) {
+    return _mm256_load_si256(reinterpret_cast<const __m256i*>(words) + r);
+  }
+  GBF_TARGET_AVX2 static void store(std::uint32_t* words, std::uint32_t r, __m256i value) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(words) + r, value);
+  }
+
+  // The word functions of gbf/counting_layout.hpp, 8 words at a time.
+  GBF_TARGET_AVX2 static __m256i low_bits() {
+    return _mm256_set1_epi32(static_cast<int>(field_low_bits(c)));
+  }
+  GBF_TARGET_AVX2 static __m256i nonzero_fields(__m256i word) {
+    const __m256i high = _mm256_slli_epi32(low_bits(), c - 1);
+    const __m256i low_part = _mm256_xor_si256(high, _mm256_set1_epi32(-1));
+    const __m256i sum = _mm256_add_epi32(_mm256_and_si256(word, low_part), low_part);
+    return _mm256_srli_epi32(_mm256_and_si256(_mm256_or_si256(sum, word), high), c - 1);
+  }
+  /// Lanes: the low bit of every field that is not saturated (~saturated_fields).
+  GBF_TARGET_AVX2 static __m256i unsaturated_fields(__m256i word) {
+    return nonzero_fields(_mm256_xor_si256(word, _mm256_set1_epi32(-1)));
+  }
+  /// One step of spread_bits: (x | x << shift) & mask.
+  GBF_TARGET_AVX2 static __m256i spread_step(__m256i x, int shift, std::uint32_t mask) {
+    return _mm256_and_si256(_mm256_or_si256(x, _mm256_slli_epi32(x, shift)),
+                            _mm256_set1_epi32(static_cast<int>(mask)));
+  }
+  GBF_TARGET_AVX2 static __m256i spread_bits(__m256i bits) {
+    if constexpr (c == 4) {
+      __m256i x = _mm256_and_si256(bits, _mm256_set1_epi32(0xff));
+      x = spread_step(x, 12, 0x000f000fu);
+      x = spread_step(x, 6, 0x03030303u);
+      return spread_step(x, 3, 0x11111111u);
+    } else {
+      __m256i x = _mm256_and_si256(bits, _mm256_set1_epi32(0xf));
+      x = spread_step(x, 14, 0x00030003u);
+      return spread_step(x, 7, 0x01010101u);
+    }
+  }
+
+  /// The inverse of spread_bits: the low bit of field i moved to bit i.
+  GBF_TARGET_AVX2 static __m256i gather_step(__m256i x, int shift, std::uint32_t mask) {
+    return _mm256_and_si256(_mm256_or_si256(x, _mm256_srli_epi32(x, shift)),
+                            _mm256_set1_epi32(static_cast<int>(mask)));
+  }
+  GBF_TARGET_AVX2 static __m256i gather_fields(__m256i flags) {
+    if constexpr (c == 4) {
+      __m256i x = _mm256_and_si256(flags, _mm256_set1_epi32(0x11111111));
+      x = gather_step(x, 3, 0x03030303u);
+      x = gather_step(x, 6, 0x000f000fu);
+      return gather_step(x, 12, 0xffu);
+    } else {
+      __m256i x = _mm256_and_si256(flags, _mm256_set1_epi32(0x01010101));
+      x = gather_step(x, 7, 0x00030003u);
+      return gather_step(x, 14, 0xfu);
+    }
+  }
+  /// Every lane: the OR of the c lanes (counter words) of its plain word.
+  GBF_TARGET_AVX2 static __m256i or_within_word(__m256i x) {
+    x = _mm256_or_si256(x, _mm256_shuffle_epi32(x, 0xb1));  // swap neighbours
+    x = _mm256_or_si256(x, _mm256_shuffle_epi32(x, 0x4e));  // swap pairs
+    if constexpr (c == 8) x = _mm256_or_si256(x, _mm256_permute4x64_epi64(x, 0x4e));  // halves
+    return x;
+  }
+
+  /// The key's `ones`, one register per counter register, and its plain masks.
+  GBF_TARGET_AVX2 static void probe(std::uint64_t h, std::uint32_t bits_per_key,
+                                    __m256i (&ones)[counter_vectors],
+                                    __m256i (&masks)[probe_vectors]) {
+    if (bits_per_key == WordsPerBlock) {
+      const __m256i h32 = _mm256_set1_epi32(static_cast<int>(static_cast<std::uint32_t>(h)));
+      __m256i position[probe_vectors];
+      for (std::uint32_t v = 0; v < probe_vectors; ++v) {
+        position[v] = probes::probe_positions(h32, v * lanes);
+        masks[v] = _mm256_sllv_epi32(_mm256_set1_epi32(1), position[v]);
+      }
+      for (std::uint32_t r = 0; r < counter_vectors; ++r) {
+        const __m256i bit = _mm256_permutevar8x32_epi32(position[r * lanes / c / lanes],
+                                                        table(tables.probe_lane, r));
+        const __m256i shift =
+            _mm256_slli_epi32(_mm256_sub_epi32(bit, table(tables.first_bit, r)), log2_c);
+        ones[r] = _mm256_sllv_epi32(_mm256_set1_epi32(1), shift);
+      }
+      return;
+    }
+    probes::masks(h, bits_per_key, masks);
+    for (std::uint32_t r = 0; r < counter_vectors; ++r) {
+      const __m256i mask = _mm256_permutevar8x32_epi32(masks[r * lanes / c / lanes],
+                                                       table(tables.probe_lane, r));
+      ones[r] = spread_bits(_mm256_srlv_epi32(mask, table(tables.first_bit, r)));
+    }
+  }
+
+  // k = W, the default, for the operations that read the key's counters
+  // (removes, minimum): its W counters lie in W distinct counter words, one
+  // per plain word, so the kernel gathers those W words into W / 8 registers
+  // (one lane per probe) and writes them back lane by lane, instead of
+  // updating every counter register of the block.
+
+  /// Lane i of register v is probe 8v + i of the key (plain word 8v + i, at
+  /// bit b): `index`, the block's counter word holding its counter,
+  /// counter_word_in_block(w, b, c); `shift`, counter_shift(b, c); `masks`, 1 << b.
+  GBF_TARGET_AVX2 static void probe_one_per_word(std::uint64_t h,
+                                                 __m256i (&index)[probe_vectors],
+                                                 __m256i (&shift)[probe_vectors],
+                                                 __m256i (&masks)[probe_vectors]) {
+    const __m256i h32 = _mm256_set1_epi32(static_cast<int>(static_cast<std::uint32_t>(h)));
+    constexpr int log2_fields = c == 4 ? 3 : 2;
+    for (std::uint32_t v = 0; v < probe_vectors; ++v) {
+      const __m256i bit = probes::probe_positions(h32, v * lanes);
+      const __m256i word = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+      const __m256i first = _mm256_slli_epi32(
+          _mm256_add_epi32(word, _mm256_set1_epi32(static_cast<int>(v * lanes))), log2_c);
+      index[v] = _mm256_add_epi32(first, _mm256_srli_epi32(bit, log2_fields));
+      shift[v] = _mm256_slli_epi32(
+          _mm256_and_si256(bit, _mm256_set1_epi32(static_cast<int>(fields - 1))), log2_c);
+      masks[v] = _mm256_sllv_epi32(_mm256_set1_epi32(1), bit);
+    }
+  }
+  GBF_TARGET_AVX2 static __m256i gather(const std::uint32_t* block, __m256i index) {
+    return _mm256_i32gather_epi32(reinterpret_cast<const int*>(block), index, 4);
+  }
+  /// block[index lane i] = lane i of `words` (the lanes' words are distinct).
+  GBF_TARGET_AVX2 static void scatter(std::uint32_t* block, __m256i index, __m256i words) {
+    alignas(32) std::uint32_t at[lanes];
+    alignas(32) std::uint32_t value[lanes];
+    store(at, 0, index);
+    store(value, 0, words);
+    for (std::uint32_t i = 0; i < lanes; ++i) block[at[i]] = value[i];
+  }
+  /// The gathered words of a key present (all its counters nonzero) lose 1
+  /// in each of its counters (decrement_fields), and its bits in `bits` (may
+  /// be null) become (counter != 0).
+  GBF_TARGET_AVX2 static void decrement_one_per_word(std::uint32_t* block, std::uint32_t* bits,
+                                                     const __m256i (&index)[probe_vectors],
+                                                     const __m256i (&shift)[probe_vectors],
+                                                     const __m256i (&masks)[probe_vectors],
+                                                     const __m256i (&words)[probe_vectors]) {
+    for (std::uint32_t v = 0; v < probe_vectors; ++v) {
+      const __m256i ones = _mm256_sllv_epi32(_mm256_set1_epi32(1), shift[v]);
+      const __m256i movable =
+          _mm256_and_si256(nonzero_fields(words[v]), unsaturated_fields(words[v]));
+      const __m256i after = _mm256_sub_epi32(words[v], _mm256_and_si256(ones, movable));
+      scatter(block, index[v], after);
+      if (bits == nullptr) continue;
+      // All ones in the lanes whose counter fell to 0.
+      const __m256i dead =
+          _mm256_cmpeq_epi32(_mm256_and_si256(ones, nonzero_fields(after)), _mm256_setzero_si256());
+      store(bits, v, _mm256_or_si256(_mm256_andnot_si256(masks[v], load(bits, v)),
+                                     _mm256_andnot_si256(dead, masks[v])));
+    }
+  }
+
+  /// increment_fields on every counter of the key; its bits set in `bits` (may be null).
+  GBF_TARGET_AVX2 static void add(std::uint32_t* block, std::uint32_t* bits, std::uint64_t h,
+                                  std::uint32_t k) {
+    __m256i ones[counter_vectors], masks[probe_vectors];
+    probe(h, k, ones, masks);
+    for (std::uint32_t r = 0; r < counter_vectors; ++r) {
+      const __m256i word = load(block, r);
+      store(block, r, _mm256_add_epi32(word, _mm256_and_si256(ones[r], unsaturated_fields(word))));
+    }
+    if (bits != nullptr)
+      for (std::uint32_t v = 0; v < probe_vectors; ++v)
+        store(bits, v, _mm256_or_si256(load(bits, v), masks[v]));
+  }
+
+  /// decrement_fields on every counter of the key; then each of the key's bits
+  /// in `bits` (may be null) is again (its counter != 0): the still-nonzero
+  /// fields among `ones`, gathered back into plain bits (at jF in the word),
+  /// ORed over the c counter words of each word and moved to its lane.
+  GBF_TARGET_AVX2 static void decrement(std::uint32_t* block, std::uint32_t* bits,
+                                        const __m256i (&ones)[counter_vectors],
+                                        const __m256i (&masks)[probe_vectors]) {
+    __m256i live[probe_vectors];
+    for (std::uint32_t v = 0; v < probe_vectors; ++v) live[v] = _mm256_setzero_si256();
+    for (std::uint32_t r = 0; r < counter_vectors; ++r) {
+      const __m256i word = load(block, r);
+      const __m256i movable = _mm256_and_si256(nonzero_fields(word), unsaturated_fields(word));
+      const __m256i after = _mm256_sub_epi32(word, _mm256_and_si256(ones[r], movable));
+      store(block, r, after);
+      const __m256i still = gather_fields(_mm256_and_si256(ones[r], nonzero_fields(after)));
+      const __m256i in_word = or_within_word(_mm256_sllv_epi32(still, table(tables.first_bit, r)));
+      const __m256i placed = _mm256_permutevar8x32_epi32(in_word, table(tables.word_lane, r));
+      __m256i& target = live[r * lanes / c / lanes];
+      target = _mm256_or_si256(target, _mm256_and_si256(placed, table(tables.word_here, r)));
+    }
+    if (bits == nullptr) return;
+    for (std::uint32_t v = 0; v < probe_vectors; ++v)
+      store(bits, v, _mm256_or_si256(_mm256_andnot_si256(masks[v], load(bits, v)), live[v]));
+  }
+
+  GBF_TARGET_AVX2 static void remove(std::uint32_t* block, std::uint32_t* bits, std::uint64_t h,
+                                     std::uint32_t k) {
+    if (k == WordsPerBlock) {
+      __m256i index[probe_vectors], shift[probe_vectors], masks[probe_vectors], words[probe_vectors];
+      probe_one_per_word(h, index, shift, masks);
+      for (std::uint32_t v = 0; v < probe_vectors; ++v) words[v] = gather(block, index[v]);
+      decrement_one_per_word(block, bits, index, shift, masks, words);
+      return;
+    }
+    __m256i ones[counter_vectors], masks[probe_vectors];
+    probe(h, k, ones, masks);
+    decrement(block, bits, ones, masks);
+  }
+
+  GBF_TARGET_AVX2 static bool remove_if_present(std::uint32_t* block, std::uint32_t* bits,
+                                                std::uint64_t h, std::uint32_t k) {
+    if (k == WordsPerBlock) {
+      __m256i index[probe_vectors], shift[probe_vectors], masks[probe_vectors], words[probe_vectors];
+      probe_one_per_word(h, index, shift, masks);
+      int present = 1;
+      for (std::uint32_t v = 0; v < probe_vectors; ++v) {
+        words[v] = gather(block, index[v]);
+        const __m256i ones = _mm256_sllv_epi32(_mm256_set1_epi32(1), shift[v]);
+        present &= _mm256_testc_si256(nonzero_fields(words[v]), ones);
+      }
+      if (present == 0) return false;
+      decrement_one_per_word(block, bits, index, shift, masks, words);
+      return true;
+    }
+    __m256i ones[counter_vectors], masks[probe_vectors];
+    probe(h, k, ones, masks);
+    int present = 1;  // testc: (~nonzero & ones) == 0, every counter of the key nonzero
+    for (std::uint32_t r = 0; r < counter_vectors; ++r)
+      present &= _mm256_testc_si256(nonzero_fields(load(block, r)), ones[r]);
+    if (present == 0) return false;
+    decrement(block, bits, ones, masks);
+    return true;
+  }
+
+  /// The key's smallest counter: the fields it does not touch are raised to the
+  /// maximum, then a byte-wise minimum over all registers (c = 4: over each
+  /// byte's two nibbles first) and across the lanes.
+  GBF_TARGET_AVX2 static std::uint32_t minimum(const std::uint32_t* block, std::uint64_t h,
+                                               std::uint32_t k) {
+    if (k == WordsPerBlock) {
+      __m256i index[probe_vectors], shift[probe_vectors], masks[probe_vectors];
+      probe_one_per_word(h, index, shift, masks);
+      __m256i least = _mm256_set1_epi32(static_cast<int>(counter_max(c)));
+      for (std::uint32_t v = 0; v < probe_vectors; ++v) {
+        const __m256i counter = _mm256_and_si256(_mm256_srlv_epi32(gather(block, index[v]), shift[v]),
+                                                 _mm256_set1_epi32(static_cast<int>(counter_max(c))));
+        least = _mm256_min_epu32(least, counter);
+      }
+      __m128i m = _mm_min_epu32(_mm256_castsi256_si128(least), _mm256_extracti128_si256(least, 1));
+      m = _mm_min_epu32(m, _mm_shuffle_epi32(m, 0x4e));
+      m = _mm_min_epu32(m, _mm_shuffle_epi32(m, 0xb1));
+      return static_cast<std::uint32_t>(_mm_cvtsi128_si32(m));
+    }
+    __m256i ones[counter_vectors], masks[probe_vectors];
+    probe(h, k, ones, masks);
+    __m256i least = _mm256_set1_epi32(-1);
+    for (std::uint32_t r = 0; r < counter_vectors; ++r) {
+      // ones * (2^c - 1): the key's fields all ones; its complement marks the others.
+      const __m256i own = _mm256_sub_epi32(_mm256_slli_epi32(ones[r], c), ones[r]);
+      const __m256i raised = _mm256_or_si256(load(block, r), _mm256_xor_si256(own, _mm256_set1_epi32(-1)));
+      if constexpr (c == 4) {
+        const __m256i nibble = _mm256_set1_epi8(0x0f);
+        least = _mm256_min_epu8(least, _mm256_and_si256(raised, nibble));
+        least = _mm256_min_epu8(least, _mm256_and_si256(_mm256_srli_epi32(raised, 4), nibble));
+      } else {
+        least = _mm256_min_epu8(least, raised);
+      }
+    }
+    __m128i m = _mm_min_epu8(_mm256_castsi256_si128(least), _mm256_extracti128_si256(least, 1));
+    m = _mm_min_epu8(m, _mm_srli_si128(m, 8));
+    m = _mm_min_epu8(m, _mm_srli_si128(m, 4));
+    m = _mm_min_epu8(m, _mm_srli_si128(m, 2));
+    m = _mm_min_epu8(m, _mm_srli_si128(m, 1));
+    return static_cast<std::uint32_t>(_mm_cvtsi128_si32(m)) & 0xffu;
+  }
+};
+#endif  // GBF_CPU_X86
 
 /// Bytes of a block's counters the loop prefetches: all of them (W * c words).
 inline std::size_t counter_block_bytes(std::uint32_t words_per_block, std::uint32_t counter_bits) {
   return std::size_t{counter_words_per_block(words_per_block, counter_bits)} * bytes_per_word;
 }
 
-/// Runs job.op over the job's keys; returns remove_checked's refusals, else 0.
-/// (contains, count and select probe the projection with the plain filter's
-/// kernels: see the top of the file.)
-template <std::uint32_t WordsPerBlock, std::uint32_t CounterBits, class Hashes>
-__attribute__((flatten)) std::uint64_t run_counting_range(const counting_job<Hashes>& job) {
-  using block_ops = counting_block<WordsPerBlock, CounterBits>;
+/// Runs job.op over the job's keys with block kernel `Block`; returns
+/// remove_checked's refusals, else 0. (contains, count and select probe the
+/// projection with the plain filter's kernels: see the top of the file.)
+template <class Block, class Hashes>
+std::uint64_t run_counting_range(const counting_job<Hashes>& job) {
+  constexpr std::uint32_t W = Block::words_per_block;
   const std::uint32_t k = job.bits_per_key;
-  constexpr std::uint32_t c = CounterBits;
   std::uint32_t* const counters = job.counters;
-  constexpr std::uint32_t block_words = counter_words_per_block(WordsPerBlock, c);
+  constexpr std::uint32_t block_words = counter_words_per_block(W, Block::c);
   std::uint32_t* const projection = job.projection;
-  const bool writes = job.op == counting_op::add || job.op == counting_op::remove_unchecked ||
-                      job.op == counting_op::remove_checked;
+  const bool writes = job.op != counting_op::approximate_count;
   // A write also touches the key's projection block: the loop asks for a
   // block's address when it prefetches it, so that is where its projection
   // block is prefetched too.
   const auto address_of = [counters, projection, writes](std::uint64_t block) {
-    if (writes && projection != nullptr) __builtin_prefetch(projection + block * WordsPerBlock);
+    if (writes && projection != nullptr) __builtin_prefetch(projection + block * W);
     return counters + block * block_words;
   };
   // The projection block of the counter block at `block` (null without a projection).
   const auto bits_of = [counters, projection](const std::uint32_t* block) {
     return projection == nullptr
                ? nullptr
-               : projection + static_cast<std::size_t>(block - counters) / block_words * WordsPerBlock;
+               : projection + static_cast<std::size_t>(block - counters) / block_words * W;
   };
-  const std::size_t prefetch = counter_block_bytes(WordsPerBlock, c);
+  const std::size_t prefetch = counter_block_bytes(W, Block::c);
   const auto for_each = [&](const auto& visit) {
     for_each_key(job.keys, address_of, visit, prefetch);
   };
@@ -174,24 +532,18 @@ __attribute__((flatten)) std::uint64_t run_counting_range(const counting_job<Has
   switch (job.op) {
     case counting_op::add:
       for_each([k, &bits_of](std::size_t, std::uint64_t h, std::uint32_t* block) {
-        block_ops::increment(block, h, k);
-        if (std::uint32_t* bits = bits_of(block)) block_ops::project_add(bits, h, k);
+        Block::add(block, bits_of(block), h, k);
       });
       break;
     case counting_op::remove_unchecked:
       for_each([k, &bits_of](std::size_t, std::uint64_t h, std::uint32_t* block) {
-        block_ops::decrement(block, h, k);
-        if (std::uint32_t* bits = bits_of(block)) block_ops::project_remove(block, bits, h, k);
+        Block::remove(block, bits_of(block), h, k);
       });
       break;
     case counting_op::remove_checked:
       for_each([k, results, &tally, &bits_of](std::size_t i, std::uint64_t h,
                                               std::uint32_t* block) {
-        const bool present = block_ops::contains(block, h, k);
-        if (present) {
-          block_ops::decrement(block, h, k);
-          if (std::uint32_t* bits = bits_of(block)) block_ops::project_remove(block, bits, h, k);
-        }
+        const bool present = Block::remove_if_present(block, bits_of(block), h, k);
         if (results != nullptr) results[i] = present;
         tally += present ? 0 : 1;
       });
@@ -199,7 +551,7 @@ __attribute__((flatten)) std::uint64_t run_counting_range(const counting_job<Has
     case counting_op::approximate_count: {
       std::uint8_t* const counts = job.counts;
       for_each([k, counts](std::size_t i, std::uint64_t h, std::uint32_t* block) {
-        counts[i] = static_cast<std::uint8_t>(block_ops::minimum(block, h, k));
+        counts[i] = static_cast<std::uint8_t>(Block::minimum(block, h, k));
       });
       break;
     }
@@ -207,24 +559,55 @@ __attribute__((flatten)) std::uint64_t run_counting_range(const counting_job<Has
   return tally;
 }
 
+// The entry points (one function each, everything inlined into it; the AVX2
+// one compiled for AVX2 alone, as bloom_kernels.hpp explains).
+template <std::uint32_t WordsPerBlock, std::uint32_t CounterBits, class Hashes>
+__attribute__((flatten)) std::uint64_t scalar_counting_range(const counting_job<Hashes>& job) {
+  return run_counting_range<counting_block<WordsPerBlock, CounterBits>>(job);
+}
+#if GBF_CPU_X86
+template <std::uint32_t WordsPerBlock, std::uint32_t CounterBits, class Hashes>
+__attribute__((flatten)) GBF_TARGET_AVX2 std::uint64_t avx2_counting_range(
+    const counting_job<Hashes>& job) {
+  return run_counting_range<avx2_counting_block<WordsPerBlock, CounterBits>>(job);
+}
+#endif
+
 template <class Hashes>
 using counting_kernel = std::uint64_t (*)(const counting_job<Hashes>&);
 
-/// The entry point of a runtime block width and counter width for hash source `Hashes`.
+/// The best entry point of W and c for hash source `Hashes`: AVX2 for W >= 8
+/// when `use_avx2`, else scalar.
+template <std::uint32_t WordsPerBlock, std::uint32_t CounterBits, class Hashes>
+counting_kernel<Hashes> best_counting_kernel([[maybe_unused]] bool use_avx2) {
+#if GBF_CPU_X86
+  if constexpr (WordsPerBlock >= 8) {
+    if (use_avx2) return &avx2_counting_range<WordsPerBlock, CounterBits, Hashes>;
+  }
+#endif
+  return &scalar_counting_range<WordsPerBlock, CounterBits, Hashes>;
+}
+
+/// The kernel of a runtime block width and counter width for hash source `Hashes`.
 template <class Hashes>
 counting_kernel<Hashes> counting_kernel_for(std::uint32_t words_per_block,
-                                            std::uint32_t counter_bits) {
+                                            std::uint32_t counter_bits, bool use_avx2) {
   if (counter_bits != 4 && counter_bits != 8)
     throw invalid_argument("counter_bits must be 4 or 8");
   const bool four = counter_bits == 4;
   switch (words_per_block) {
-    case 1: return four ? &run_counting_range<1, 4, Hashes> : &run_counting_range<1, 8, Hashes>;
-    case 2: return four ? &run_counting_range<2, 4, Hashes> : &run_counting_range<2, 8, Hashes>;
-    case 4: return four ? &run_counting_range<4, 4, Hashes> : &run_counting_range<4, 8, Hashes>;
-    case 8: return four ? &run_counting_range<8, 4, Hashes> : &run_counting_range<8, 8, Hashes>;
-    case 16: return four ? &run_counting_range<16, 4, Hashes> : &run_counting_range<16, 8, Hashes>;
+    case 1: return four ? best_counting_kernel<1, 4, Hashes>(use_avx2) : best_counting_kernel<1, 8, Hashes>(use_avx2);
+    case 2: return four ? best_counting_kernel<2, 4, Hashes>(use_avx2) : best_counting_kernel<2, 8, Hashes>(use_avx2);
+    case 4: return four ? best_counting_kernel<4, 4, Hashes>(use_avx2) : best_counting_kernel<4, 8, Hashes>(use_avx2);
+    case 8: return four ? best_counting_kernel<8, 4, Hashes>(use_avx2) : best_counting_kernel<8, 8, Hashes>(use_avx2);
+    case 16: return four ? best_counting_kernel<16, 4, Hashes>(use_avx2) : best_counting_kernel<16, 8, Hashes>(use_avx2);
     default: throw invalid_argument("words_per_block must be one of 1, 2, 4, 8, 16");
   }
+}
+
+/// Whether the counters of a W-word layout get the AVX2 kernel when AVX2 is on.
+inline bool avx2_counters(std::uint32_t words_per_block, bool use_avx2) {
+  return GBF_CPU_X86 && use_avx2 && words_per_block >= 8;
 }
 
 }  // namespace gbf::detail::cpu

@@ -67,10 +67,6 @@ struct key_range {
   std::size_t begin;
   std::size_t end;
   std::uint64_t num_blocks;
-  /// Keys whose block lies outside [first_block, first_block + owned_blocks) are
-  /// skipped: threads that each own a slice of the blocks.
-  std::uint64_t first_block;
-  std::uint64_t owned_blocks;
   /// Arrow validity bitmap (null: every key valid); key i's bit is validity_bit + i.
   /// Null keys are skipped: never visited.
   const std::uint8_t* validity;
@@ -89,8 +85,7 @@ struct key_range {
 /// (docs/cpu.md has the misses in flight this reaches).
 inline constexpr std::size_t prefetch_distance = 40;
 
-/// The keys the general (null-skipping, block-owning) path hashes before it
-/// visits the first of them.
+/// The keys the null-skipping path hashes before it visits the first of them.
 inline constexpr std::size_t prefetch_group = 16;
 
 namespace key_loop_detail {
@@ -148,8 +143,8 @@ inline void for_each_dense_key(const key_range<Hashes>& range, const AddressOf& 
 
 }  // namespace key_loop_detail
 
-/// Calls visit(i, hash, block_address) for each non-null key i of the range
-/// whose block it owns, in batch order (sequential semantics rely on it), with
+/// Calls visit(i, hash, block_address) for each non-null key i of the range,
+/// in batch order (sequential semantics rely on it), with
 /// the blocks of the keys ahead prefetched. `address_of(block)` is where a
 /// block starts; the loop prefetches `prefetch_bytes` from there (a kind whose
 /// blocks span several 64-byte lines, as the counting filter's do, asks for
@@ -158,8 +153,7 @@ template <class Hashes, class AddressOf, class Visit>
 void for_each_key(const key_range<Hashes>& range, const AddressOf& address_of,
                   const Visit& visit, std::size_t prefetch_bytes = 64) {
   if (range.begin >= range.end) return;
-  if (range.validity == nullptr && range.first_block == 0 &&
-      range.owned_blocks >= range.num_blocks) {
+  if (range.validity == nullptr) {
     key_loop_detail::for_each_dense_key(range, address_of, visit, prefetch_bytes);
     return;
   }
@@ -173,15 +167,10 @@ void for_each_key(const key_range<Hashes>& range, const AddressOf& address_of,
     for (std::size_t i = group_begin; i < group_end; ++i) {
       if (!key_valid(range.validity, range.validity_bit, i)) continue;
       const std::uint64_t h = range.hash_of(i);
-      const std::uint64_t b = block_index(h, range.num_blocks);
       index[queued] = i;
       hash[queued] = h;
-      block[queued] = address_of(b);
-      // Keep the key when its block is owned: unsigned wrap-around makes
-      // first_block <= b < first_block + owned_blocks one compare, and adding
-      // it instead of branching on it spares block-owning threads a mispredict
-      // per key (each owns a random 1/T of them).
-      queued += b - range.first_block < range.owned_blocks ? 1 : 0;
+      block[queued] = address_of(block_index(h, range.num_blocks));
+      ++queued;
     }
     for (std::size_t q = 0; q < queued; ++q)
       key_loop_detail::prefetch_lines(block[q], prefetch_bytes);

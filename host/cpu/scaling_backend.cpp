@@ -5,11 +5,12 @@
 // Threads. Probes (contains, count, select, and the add's probe_all and
 // drop_present) split the keys into contiguous ranges, one per thread, each
 // compacting its own range in place before the ranges move down in order (as
-// the plain filter's select). A slice's add_new splits by block, as the plain
-// filter does (host/cpu/bloom_backend.cpp): each thread reads every hash of the
-// slice in order and handles those in the blocks it owns, so the answers are the
-// sequential ones and no two threads write a word. The results do not depend on
-// the thread count (tests/unit/test_scaling.cpp checks it).
+// the plain filter's select). A slice's add_new splits by block: the slice is
+// partitioned by block owner (host/cpu/owned_blocks.hpp, as the counting
+// filter's writes) and each thread applies the hashes of its blocks in slice
+// order, so the answers are the sequential ones and no two threads write a
+// word. The results do not depend on the thread count
+// (tests/unit/test_scaling.cpp checks it).
 //
 // An add runs in pieces of piece_keys keys, one after another, bounding the
 // scratch (hashes and positions of the candidates: 13 bytes a key).
@@ -26,6 +27,7 @@
 #include "host/backend.hpp"
 #include "host/cpu/bloom_kernels.hpp"
 #include "host/cpu/memory.hpp"
+#include "host/cpu/owned_blocks.hpp"
 #include "host/cpu/scaling_kernels.hpp"
 #include "host/cpu/threads.hpp"
 #include "host/keys.hpp"
@@ -268,15 +270,28 @@ class cpu_scaling final : public scaling_backend {
       std::unique_ptr<bool[]> slice_new(new bool[n]);
       const cpu::stored_hashes hashes{hashes_.data() + first};
       const auto parts = static_cast<unsigned>(std::min<std::uint64_t>(
-          cpu::parts_for(n, cpu::min_keys_per_thread, chain_.num_threads_), l.num_blocks));
-      cpu::run_in_parts(parts, l.num_blocks, [&](unsigned, std::uint64_t begin, std::uint64_t end) {
-        cpu::key_range<cpu::stored_hashes> range{hashes, 0, n, l.num_blocks, begin, end - begin,
-                                                 nullptr, 0};
-        const cpu::bloom_job<cpu::stored_hashes> job{cpu::kernel_op::add_new, range,
-                                                     chain_.levels_[level].words.get(),
-                                                     l.bits_per_key, slice_new.get(), nullptr};
-        chain_.kernels_.stored(job);
-      });
+          {cpu::parts_for(n, cpu::min_keys_per_thread, chain_.num_threads_), l.num_blocks,
+           cpu::max_block_owners}));
+      const auto job_for = [&](cpu::stored_hashes of, std::size_t count, bool* answers) {
+        const cpu::key_range<cpu::stored_hashes> range{of, 0, count, l.num_blocks, nullptr, 0};
+        return cpu::bloom_job<cpu::stored_hashes>{cpu::kernel_op::add_new, range,
+                                                  chain_.levels_[level].words.get(),
+                                                  l.bits_per_key, answers, nullptr};
+      };
+      if (parts == 1) {
+        chain_.kernels_.stored(job_for(hashes, n, slice_new.get()));
+      } else {
+        const auto split = [](std::uint64_t, std::uint64_t count, unsigned streams) {
+          return cpu::even_bounds(streams, count);
+        };
+        cpu::partition_by_owner(
+            hashes, n, nullptr, 0, split, parts, l.num_blocks, chain_.owned_scratch_,
+            "a scaling filter add", [&](unsigned, const cpu::owned_share& share) {
+              chain_.kernels_.stored(job_for(share.hashes, share.count, share.answers));
+              for (std::size_t i = 0; i < share.count; ++i)
+                slice_new[share.first + share.index[i]] = share.answers[i];
+            });
+      }
       std::uint64_t added = 0;
       for (std::size_t j = 0; j < n; ++j) {
         added += slice_new[j] ? 1 : 0;
@@ -346,6 +361,7 @@ class cpu_scaling final : public scaling_backend {
   std::vector<level_memory> levels_;
   std::vector<cpu::chain_level_view> views_;  // levels_, as the probe loop sees them
   cpu::word_array kept_;                      // the original newest level during a trial
+  cpu::owned_scratch owned_scratch_;          // threaded slices' partition, kept between adds
 };
 
 }  // namespace

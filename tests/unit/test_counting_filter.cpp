@@ -102,14 +102,15 @@ void expect_matches(const counting_filter& f, const counting_model& model, const
 
 /// A random sequence of batches on one filter, checked after each.
 void run_sequence(const layout& l, std::uint32_t counter_bits, key_type type, std::uint64_t seed,
-                  bool with_unchecked) {
+                  bool with_unchecked, cpu_simd simd) {
   const key_universe u(type, 60, seed);
-  counting_filter f(l, test::on_cpu(1), 0, counter_bits);
+  counting_filter f(l, test::on_cpu(1, simd), 0, counter_bits);
   counting_model model(l, counter_bits, u);
   std::mt19937_64 rng(seed);
   for (int step = 0; step < 12; ++step) {
     const std::string where = test::name_of(l) + " c=" + std::to_string(counter_bits) + " " +
-                              test::key_type_name(type) + " step " + std::to_string(step);
+                              test::key_type_name(type) + " " + f.description() + " step " +
+                              std::to_string(step);
     const id_batch b = u.random_batch(rng, 1 + rng() % 50);
     const unsigned pick = static_cast<unsigned>(rng() % 10);
     if (pick < 5) {
@@ -144,6 +145,8 @@ void run_sequence(const layout& l, std::uint32_t counter_bits, key_type type, st
   }
 }
 
+// Both counter kernels (AVX2 serves W >= 8 where the CPU has it; the scalar
+// one every layout) against the model.
 TEST(CountingFilter, RandomAddRemoveSequencesMatchTheModelOnEveryLayoutWidthAndKeyKind) {
   std::uint64_t seed = 1;
   for (const layout& g : test::all_geometries()) {
@@ -151,9 +154,68 @@ TEST(CountingFilter, RandomAddRemoveSequencesMatchTheModelOnEveryLayoutWidthAndK
       for (std::uint32_t c : {4u, 8u}) {
         for (key_type type : all_key_types) {
           ++seed;
-          run_sequence(test::with_blocks(g, blocks), c, type, seed, seed % 2 == 0);
-          if (HasFatalFailure()) return;
+          for (cpu_simd simd : {cpu_simd::automatic, cpu_simd::scalar}) {
+            if (simd == cpu_simd::scalar && (g.words_per_block < 8 || !cpu_has_avx2()))
+              continue;  // automatic already ran the scalar kernel
+            run_sequence(test::with_blocks(g, blocks), c, type, seed, seed % 2 == 0, simd);
+            if (HasFatalFailure()) return;
+          }
         }
+      }
+    }
+  }
+}
+
+// The AVX2 counter kernel against the scalar one on big batches: every
+// operation, every layout it serves, both counter widths, with keys repeated
+// until counters saturate (the fields next to a saturated one must not move),
+// on one thread and on two (threads that own block ranges run the kernels on
+// stored hashes).
+TEST(CountingFilter, Avx2CounterKernelWritesAndAnswersLikeTheScalarOne) {
+  if (!cpu_has_avx2()) GTEST_SKIP() << "this CPU has no AVX2; only the scalar kernel can run";
+  std::uint64_t seed = 100;
+  for (const layout& g : test::all_geometries()) {
+    if (g.words_per_block < 8) continue;
+    for (std::uint32_t c : {4u, 8u}) {
+      for (unsigned threads : {1u, 2u}) {
+        ++seed;
+        // 2^18 keys (threads split writes past 2 * 2^16), 1 in 8 of them a
+        // repeat of one of 64 keys: about 512 adds each per batch, past the
+        // maximum of 4-bit (15) and 8-bit (255) counters.
+        const layout l = test::with_blocks(g, 3000);
+        std::vector<std::uint64_t> keys = test::random_keys(std::size_t{1} << 18, seed);
+        std::mt19937_64 rng(seed);
+        for (std::size_t i = 0; i < keys.size(); i += 8) keys[i] = keys[rng() % 64 * 8 + 1];
+        const auto absent = test::random_keys(std::size_t{1} << 17, seed + 1000);
+        std::vector<std::uint64_t> removals(keys.begin(), keys.begin() + (keys.size() / 2));
+        removals.insert(removals.end(), absent.begin(), absent.end());
+        const std::string where = test::name_of(l) + " c=" + std::to_string(c) + " " +
+                                  std::to_string(threads) + " threads";
+        counting_filter scalar(l, test::on_cpu(threads, cpu_simd::scalar), 0, c);
+        counting_filter avx2(l, test::on_cpu(threads, cpu_simd::avx2), 0, c);
+        ASSERT_NE(avx2.description().find("avx2 counters"), std::string::npos) << avx2.description();
+        ASSERT_NE(scalar.description().find("scalar counters"), std::string::npos);
+        std::vector<std::vector<std::uint8_t>> removed, minima;
+        std::vector<remove_report> reports;
+        for (counting_filter* f : {&scalar, &avx2}) {
+          f->add(keys.data(), keys.size());
+          f->add(keys.data(), keys.size());
+          auto flags = test::bools(removals.size());
+          reports.push_back(f->remove_with_status(removals.data(), removals.size(), flags.get()));
+          removed.emplace_back(flags.get(), flags.get() + removals.size());
+          f->remove_unchecked(keys.data() + keys.size() / 2, keys.size() / 4);
+          std::vector<std::uint8_t> counts(keys.size());
+          f->approximate_count(keys.data(), keys.size(), counts.data());
+          minima.push_back(counts);
+        }
+        ASSERT_GT(avx2.stats().saturated_counters, 0u) << where << ": no counter saturated";
+        ASSERT_EQ(scalar.counters(), avx2.counters()) << where;
+        ASSERT_EQ(scalar.projection().words(), avx2.projection().words()) << where;
+        EXPECT_EQ(reports[0].removed, reports[1].removed) << where;
+        EXPECT_EQ(reports[0].refused, reports[1].refused) << where;
+        EXPECT_GT(reports[0].refused, 0u) << where;
+        ASSERT_EQ(removed[0], removed[1]) << where;
+        ASSERT_EQ(minima[0], minima[1]) << where;
       }
     }
   }
@@ -245,23 +307,60 @@ TEST(CountingFilter, ThreadedWritesEqualOneThreadInBatchOrder) {
   std::vector<std::uint64_t> twice = removals;  // second removals of the same keys
   twice.insert(twice.end(), removals.begin(), removals.begin() + 50000);
   counting_filter one(l, test::on_cpu(1));
-  counting_filter two(l, test::on_cpu(2));
   std::vector<remove_report> reports;
-  for (counting_filter* f : {&one, &two}) {
-    f->add(keys.data(), keys.size());
-    f->add(keys.data(), 200000);
-    reports.push_back(f->remove(twice.data(), twice.size()));
-    f->remove_unchecked(keys.data() + 250000, 50000);
-  }
-  EXPECT_EQ(one.counters(), two.counters());
-  EXPECT_EQ(reports[0].removed, reports[1].removed);
-  EXPECT_EQ(reports[0].refused, reports[1].refused);
+  std::vector<std::vector<std::uint8_t>> removed;
+  const auto write = [&](counting_filter& f) {
+    f.add(keys.data(), keys.size());
+    f.add(keys.data(), 200000);
+    auto flags = test::bools(twice.size());
+    reports.push_back(f.remove_with_status(twice.data(), twice.size(), flags.get()));
+    removed.emplace_back(flags.get(), flags.get() + twice.size());
+    f.remove_unchecked(keys.data() + 250000, 50000);
+  };
+  write(one);
   EXPECT_GT(reports[0].refused, 0u);
   auto all_one = test::bools(keys.size());
-  auto all_two = test::bools(keys.size());
   one.contains(keys.data(), keys.size(), all_one.get());
-  two.contains(keys.data(), keys.size(), all_two.get());
-  EXPECT_EQ(test::first_difference(all_one.get(), all_two.get(), keys.size()), keys.size());
+  for (unsigned threads : {2u, 3u, 4u}) {
+    const std::string where = std::to_string(threads) + " threads";
+    counting_filter many(l, test::on_cpu(threads));
+    write(many);
+    EXPECT_EQ(one.counters(), many.counters()) << where;
+    EXPECT_EQ(reports[0].removed, reports.back().removed) << where;
+    EXPECT_EQ(reports[0].refused, reports.back().refused) << where;
+    EXPECT_EQ(removed[0], removed.back()) << where << ": which keys a checked remove took";
+    auto all_many = test::bools(keys.size());
+    many.contains(keys.data(), keys.size(), all_many.get());
+    EXPECT_EQ(test::first_difference(all_one.get(), all_many.get(), keys.size()), keys.size())
+        << where;
+  }
+}
+
+// Threaded writes drop null keys and answer them false, as one thread does:
+// string keys with every third one null, on 1 and 3 threads.
+TEST(CountingFilter, ThreadedWritesSkipNullKeysAsOneThreadDoes) {
+  const layout l = test::layout_of(8, 8, 20000);
+  const key_universe u(key_type::str32_with_nulls, 200000, 21);
+  id_batch batch;
+  std::mt19937_64 rng(22);
+  for (std::size_t i = 0; i < 300000; ++i) {
+    batch.ids.push_back(rng() % u.size());
+    batch.null.push_back(i % 3 == 0);
+  }
+  std::vector<std::vector<bool>> answers;
+  std::vector<std::vector<std::uint32_t>> counters;
+  for (unsigned threads : {1u, 3u}) {
+    counting_filter f(l, test::on_cpu(threads));
+    test::apply(f, u, batch, batch_op::add, nullptr);
+    test::apply(f, u, batch, batch_op::add, nullptr);
+    auto removed = test::bools(batch.ids.size());
+    test::apply(f, u, batch, batch_op::remove, removed.get());
+    answers.push_back(test::as_vector(removed.get(), batch.ids.size()));
+    counters.push_back(f.counters());
+  }
+  EXPECT_EQ(counters[0], counters[1]);
+  EXPECT_EQ(answers[0], answers[1]);
+  for (std::size_t i = 0; i < batch.ids.size(); i += 3) ASSERT_FALSE(answers[1][i]) << "null key " << i;
 }
 
 /// The plain words the counters project to, derived here from counters():
