@@ -1,7 +1,8 @@
 // Writing a CPU batch with threads that each own a slice of the blocks, for
-// the counting filter's add and removes, whose writes must be exact without
-// atomics. (The plain filter's add partitions too, with the partition hidden
-// in the apply's cache misses: host/cpu/bloom_backend.cpp.)
+// the counting filter's add and removes and the scaling filter's add_new
+// slices, whose writes (and answers) must be exact without atomics. (The
+// plain filter's add partitions too, with the partition hidden in the
+// apply's cache misses: host/cpu/bloom_backend.cpp.)
 //
 // Blocks are independent, so owner o of T owns a contiguous block range
 // (block_owner). A chunk of the batch is partitioned by owner in three
