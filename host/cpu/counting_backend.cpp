@@ -287,9 +287,7 @@ class cpu_counting final : public counting_backend {
           j.keys.validity = nullptr;
           j.results = results == nullptr ? nullptr : share.answers;
           tallies[part] += kernel(j);
-          if (results != nullptr)
-            for (std::size_t i = 0; i < share.count; ++i)
-              results[share.first + share.index[i]] = share.answers[i];
+          if (results != nullptr) share.publish_answers(results);
         });
     return std::accumulate(tallies.begin(), tallies.end(), std::uint64_t{0});
   }

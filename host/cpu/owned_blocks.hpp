@@ -96,6 +96,11 @@ struct owned_share {
   bool* answers;
   std::size_t first;
   std::size_t count;
+
+  /// Moves the share's answers to their keys' places: results[first + index[j]].
+  void publish_answers(bool* results) const {
+    for (std::size_t j = 0; j < count; ++j) results[first + index[j]] = answers[j];
+  }
 };
 
 /// Key streams a thread interleaves in the partition's two passes. Counting

@@ -288,8 +288,7 @@ class cpu_scaling final : public scaling_backend {
             hashes, n, nullptr, 0, split, parts, l.num_blocks, chain_.owned_scratch_,
             "a scaling filter add", [&](unsigned, const cpu::owned_share& share) {
               chain_.kernels_.stored(job_for(share.hashes, share.count, share.answers));
-              for (std::size_t i = 0; i < share.count; ++i)
-                slice_new[share.first + share.index[i]] = share.answers[i];
+              share.publish_answers(slice_new.get());
             });
       }
       std::uint64_t added = 0;
