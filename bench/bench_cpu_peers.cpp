@@ -310,8 +310,9 @@ gbf::layout layout_of(std::uint64_t bytes) {
 
 class gbf_engine final : public gbf_bench::peer_filter {
  public:
-  gbf_engine(std::uint64_t num_blocks, unsigned threads, bool huge_pages)
-      : f_(make(num_blocks, threads, huge_pages)) {}
+  gbf_engine(std::uint64_t num_blocks, unsigned threads, bool huge_pages,
+             gbf::cpu_simd simd = gbf::cpu_simd::automatic)
+      : f_(make(num_blocks, threads, huge_pages, simd)) {}
   void add(const std::uint64_t* keys, std::size_t n) override { f_.add(keys, n); }
   void contains(const std::uint64_t* keys, std::size_t n, bool* found) const override {
     f_.contains(keys, n, found);
@@ -320,9 +321,11 @@ class gbf_engine final : public gbf_bench::peer_filter {
   gbf::filter& filter() { return f_; }
 
  private:
-  static gbf::filter make(std::uint64_t num_blocks, unsigned threads, bool huge_pages) {
+  static gbf::filter make(std::uint64_t num_blocks, unsigned threads, bool huge_pages,
+                          gbf::cpu_simd simd) {
     gbf::options o;
     o.where = gbf::backend::cpu;
+    o.simd = simd;
     o.cpu_threads = threads;
     o.cpu_huge_pages = huge_pages;
     gbf::layout l;
@@ -729,8 +732,9 @@ int main(int argc, char** argv) {
   const gbf::cli::cpu_caches caches = gbf::cli::read_cpu_caches();
   const std::vector<bench_case> cases = make_cases(case_names, caches);
   std::printf("## gbf CPU backend against CPU peers\n\n");
-  std::printf("- cpu: %s, %u hardware threads, AVX2 %s; L2 %s per core, L%u (last level) %s\n",
+  std::printf("- cpu: %s, %u hardware threads, AVX2 %s, AVX-512 %s; L2 %s per core, L%u (last level) %s\n",
               cpu_model().c_str(), std::thread::hardware_concurrency(), gbf::cpu_has_avx2() ? "yes" : "no",
+              gbf::cpu_has_avx512() ? "yes" : "no",
               bytes_text(caches.l2_bytes).c_str(), caches.llc_level, bytes_text(caches.llc_bytes).c_str());
   std::printf("- transparent huge pages: %s\n",
               read_file_line("/sys/kernel/mm/transparent_hugepage/enabled", nullptr).c_str());
@@ -758,6 +762,10 @@ int main(int argc, char** argv) {
                     [](std::uint64_t b) { return std::make_unique<gbf_engine>(b, 1, true); }});
     base.push_back({"gbf, 4 KiB pages", false, false, true, heap_is_huge, 1,
                     [](std::uint64_t b) { return std::make_unique<gbf_engine>(b, 1, false); }});
+    if (gbf::cpu_has_avx512())  // what the AVX-512 hash adds, beside the AVX2 kernel alone
+      base.push_back({"gbf, AVX2 kernel", false, false, true, true, 1, [](std::uint64_t b) {
+                        return std::make_unique<gbf_engine>(b, 1, true, gbf::cpu_simd::avx2);
+                      }});
     if (threads > 1)
       base.push_back({"gbf", false, false, true, true, threads,
                       [threads](std::uint64_t b) { return std::make_unique<gbf_engine>(b, threads, true); }});

@@ -72,6 +72,7 @@ machine this_machine(const gpu_status& gpu) {
   m.cpu_model = cpu_model_name();
   m.hardware_threads = std::thread::hardware_concurrency();
   m.avx2 = cpu_has_avx2();
+  m.avx512 = cpu_has_avx512();
   m.gpu = gpu;
   return m;
 }
@@ -79,8 +80,9 @@ machine this_machine(const gpu_status& gpu) {
 void print_header(const sweep& run, const machine& m, const std::vector<std::string>& skipped) {
   std::printf("gbf bench: keys/s per backend, op, filter size and batch size (median of %u runs after a warm-up)\n",
               run.repeat);
-  std::printf("cpu: %s, %u hardware threads, AVX2 %s; 'cpu' rows use %u threads\n", m.cpu_model.c_str(),
-              m.hardware_threads, m.avx2 ? "yes" : "no", run.cpu_threads);
+  std::printf("cpu: %s, %u hardware threads, AVX2 %s, AVX-512 %s; 'cpu' rows use %u threads\n",
+              m.cpu_model.c_str(), m.hardware_threads, m.avx2 ? "yes" : "no", m.avx512 ? "yes" : "no",
+              run.cpu_threads);
   std::printf("gpu: %s\n", m.gpu.available ? m.gpu.description.c_str()
                                            : ("none (" + m.gpu.description + "); CPU rows only").c_str());
   std::printf("layout: %s per filter below; contains rows fill the filter to its capacity at fpp %g\n",
@@ -194,7 +196,7 @@ std::string json_report(const sweep& run, const machine& m, const results& r) {
   j << "], \"counter_bits\": " << default_counter_bits << ",\n";
   j << "  \"machine\": {\"cpu_model\": " << json_string(m.cpu_model)
     << ", \"hardware_threads\": " << m.hardware_threads << ", \"cpu_threads\": " << run.cpu_threads
-    << ", \"avx2\": " << (m.avx2 ? "true" : "false")
+    << ", \"avx2\": " << (m.avx2 ? "true" : "false") << ", \"avx512\": " << (m.avx512 ? "true" : "false")
     << ", \"gpu\": {\"available\": " << (m.gpu.available ? "true" : "false")
     << ", \"description\": " << json_string(m.gpu.description) << "}},\n";
   j << "  \"filters\": [";

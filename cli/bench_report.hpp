@@ -16,6 +16,7 @@ struct machine {
   std::string cpu_model;  ///< From /proc/cpuinfo ("unknown" when it does not say).
   unsigned hardware_threads = 0;
   bool avx2 = false;
+  bool avx512 = false;
   gpu_status gpu;
 };
 

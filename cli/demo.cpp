@@ -108,8 +108,8 @@ int run_demo(const demo_options& opts) {
   }
   std::printf("gpu: %s\n", gpu.available ? gpu.description.c_str()
                                          : ("none (" + gpu.description + "); CPU only").c_str());
-  std::printf("cpu: %u hardware threads, AVX2 %s\n", std::thread::hardware_concurrency(),
-              cpu_has_avx2() ? "yes" : "no");
+  std::printf("cpu: %u hardware threads, AVX2 %s, AVX-512 %s\n", std::thread::hardware_concurrency(),
+              cpu_has_avx2() ? "yes" : "no", cpu_has_avx512() ? "yes" : "no");
 
   w.inserted = make_keys(0, opts.keys);
   w.absent = make_keys(opts.keys, opts.probes);

@@ -35,6 +35,7 @@
 #include "host/bloom_backend.hpp"
 #include "host/counting_backend.hpp"
 #include "host/cpu/counting_kernels.hpp"
+#include "host/cpu/isa.hpp"
 #include "host/cpu/memory.hpp"
 #include "host/cpu/owned_blocks.hpp"
 #include "host/cpu/threads.hpp"
@@ -308,13 +309,9 @@ std::unique_ptr<counting_backend> make_cpu_counting(const layout& l, std::uint32
                                                     const options& opts, std::string* description) {
   if (const char* problem = counting_layout_problem(l, counter_bits))
     throw invalid_argument(std::string("invalid counting filter layout: ") + problem);
-  if (opts.simd == cpu_simd::avx2 && !cpu_has_avx2())
-    throw invalid_argument(
-        "cpu_simd::avx2 was requested but this CPU does not support AVX2; use "
-        "cpu_simd::automatic or cpu_simd::scalar");
+  const bool use_avx2 = cpu::pick_cpu_isa(opts.simd) != cpu::cpu_isa::scalar;
   const unsigned num_threads =
       opts.cpu_threads != 0 ? opts.cpu_threads : std::max(1u, std::thread::hardware_concurrency());
-  const bool use_avx2 = opts.simd != cpu_simd::scalar && cpu_has_avx2();
   auto backend = std::make_unique<cpu_counting>(l, counter_bits, num_threads, use_avx2, opts);
   if (description != nullptr) *description = backend->description();
   return backend;

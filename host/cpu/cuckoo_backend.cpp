@@ -23,6 +23,7 @@
 #include "gbf/error.hpp"
 #include "host/backend.hpp"
 #include "host/cpu/cuckoo_kernels.hpp"
+#include "host/cpu/isa.hpp"
 #include "host/cpu/memory.hpp"
 #include "host/cpu/threads.hpp"
 #include "host/cuckoo_backend.hpp"
@@ -399,15 +400,11 @@ std::unique_ptr<cuckoo_backend> make_cpu_cuckoo(const cuckoo_layout& l, std::uin
                                                 const options& opts, std::string* description) {
   if (const char* problem = cuckoo_layout_problem(l))
     throw invalid_argument(std::string("invalid cuckoo layout: ") + problem);
-  const bool have_avx2 = cpu_has_avx2();
-  if (opts.simd == cpu_simd::avx2 && !have_avx2)
-    throw invalid_argument(
-        "cpu_simd::avx2 was requested but this CPU does not support AVX2; use "
-        "cpu_simd::automatic or cpu_simd::scalar");
+  const bool use_avx2 = cpu::pick_cpu_isa(opts.simd) != cpu::cpu_isa::scalar;
   const unsigned threads =
       opts.cpu_threads != 0 ? opts.cpu_threads : std::max(1u, std::thread::hardware_concurrency());
-  auto backend = std::make_unique<cpu_cuckoo>(l, max_kicks, opts.simd != cpu_simd::scalar && have_avx2,
-                                              threads, opts.cpu_huge_pages);
+  auto backend =
+      std::make_unique<cpu_cuckoo>(l, max_kicks, use_avx2, threads, opts.cpu_huge_pages);
   if (description != nullptr) *description = backend->description();
   return backend;
 }

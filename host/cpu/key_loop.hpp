@@ -7,10 +7,14 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 #include "gbf/hash.hpp"
 #include "gbf/keys.hpp"
 #include "gbf/layout.hpp"
+
+
 
 namespace gbf::detail::cpu {
 
@@ -82,8 +86,31 @@ struct key_range {
 /// a miss's latency (170-240 ns on the 2-vCPU EPYC) at the loop's own pace,
 /// and it runs faster the more misses it overlaps. 40 measured 20-30% faster
 /// than 24 there beyond L2, for add and contains alike, and no slower in L2
-/// (docs/cpu.md has the misses in flight this reaches).
+/// (docs/cpu.md has the misses in flight this reaches). (On a Zen 5 EPYC this
+/// walk ran 15-30% faster at 64-96, but there the AVX-512 tiled walk below
+/// runs instead; 40 stays for the cores that run this one.)
 inline constexpr std::size_t prefetch_distance = 40;
+
+/// What a pass does to the blocks it visits: the tiled walk's distance depends on it.
+enum class block_access { read, write };
+
+/// How many keys ahead the tiled walk (eight keys hashed at once with
+/// AVX-512, below) prefetches. It visits a key beyond the caches in 3-5 ns
+/// instead of 5-7, so covering a miss's ~160 ns takes more keys; and the
+/// longer distance paid for writes but not for reads: on the 2-vCPU AMD
+/// EPYC (Zen 5), 128 MiB filter, 10^7 keys, best of 5, three rounds, ns/key,
+/// add / contains at 40: 5.1 / 5.4-5.7; 64: 4.2-4.4 / 4.1-4.2; 96: 3.4 /
+/// 4.4-4.5; 128: 3.2-3.3 / 4.5 (docs/cpu.md). Multiples of 8: a tile never
+/// wraps the ring.
+template <block_access Access>
+inline constexpr std::size_t tiled_prefetch_distance = Access == block_access::write ? 128 : 64;
+
+/// How far ahead a writing pass over stored hashes (the threaded add's apply
+/// of its partition) prefetches: it hashes nothing, so it reaches the next
+/// key sooner than the hashing walk and needs more keys to cover a miss. On
+/// the Zen 5 EPYC, 2-thread add, 10^6 keys, 16 / 128 MiB filter, ns/key: at
+/// 40, 3.0 / 3.8-3.9; 96: 2.5 / 3.2; 128: 2.6 / 3.2 (two rounds each).
+inline constexpr std::size_t stored_write_distance = 96;
 
 /// The keys the null-skipping path hashes before it visits the first of them.
 inline constexpr std::size_t prefetch_group = 16;
@@ -99,10 +126,10 @@ inline void prefetch_lines(const void* first, std::size_t bytes) {
 /// Every key of [begin, end) visited in order, key i hashed and prefetched
 /// while key i - prefetch_distance is visited (a software pipeline: a ring of
 /// the last prefetch_distance hashes and block addresses).
-template <class Hashes, class AddressOf, class Visit>
+template <std::size_t Distance, class Hashes, class AddressOf, class Visit>
 inline void for_each_dense_key(const key_range<Hashes>& range, const AddressOf& address_of,
                                const Visit& visit, std::size_t prefetch_bytes) {
-  constexpr std::size_t d = prefetch_distance;
+  constexpr std::size_t d = Distance;
   using address = decltype(address_of(std::uint64_t{0}));
   std::uint64_t ring_hash[d];
   address ring_block[d];
@@ -141,6 +168,78 @@ inline void for_each_dense_key(const key_range<Hashes>& range, const AddressOf& 
   }
 }
 
+/// Whether a hash source also hashes eight consecutive keys at a time:
+/// hash8(i, num_blocks, hashes, blocks) (host/cpu/hash_x8.hpp).
+template <class Hashes, class = void>
+struct hashes_eight : std::false_type {};
+template <class Hashes>
+struct hashes_eight<Hashes, std::void_t<decltype(std::declval<const Hashes&>().hash8(
+                                std::size_t{}, std::uint64_t{}, nullptr, nullptr))>>
+    : std::true_type {};
+
+/// for_each_dense_key for a source that hashes eight keys at once: the same
+/// ring, filled a tile of eight keys at a time (their hashes and blocks from
+/// one hash8), each key of the tile then visiting the key d behind it. Key x
+/// always sits in slot (x - begin) mod d, as in the one-key walk: d is a
+/// multiple of 8 and a tile never wraps.
+template <block_access Access, class Hashes, class AddressOf, class Visit>
+inline void for_each_dense_key_x8(const key_range<Hashes>& range, const AddressOf& address_of,
+                                  const Visit& visit, std::size_t prefetch_bytes) {
+  constexpr std::size_t d = tiled_prefetch_distance<Access>;
+  constexpr std::size_t tile = 8;
+  static_assert(d % tile == 0, "a tile of the ring must not wrap");
+  using address = decltype(address_of(std::uint64_t{0}));
+  std::uint64_t ring_hash[d];
+  address ring_block[d];
+  alignas(64) std::uint64_t tile_hash[tile];
+  alignas(64) std::uint64_t tile_block[tile];
+  const Hashes hash_of = range.hash_of;
+  const std::uint64_t num_blocks = range.num_blocks;
+  const std::size_t begin = range.begin;
+  const std::size_t end = range.end;
+  const std::size_t total = end - begin;
+  const std::size_t tiles_end = begin + total / tile * tile;
+  std::size_t i = begin;  // the next key to hash
+  std::size_t slot = 0;
+  for (; i < tiles_end && slot < d; i += tile, slot += tile) {
+    hash_of.hash8(i, num_blocks, tile_hash, tile_block);
+    for (std::size_t j = 0; j < tile; ++j) {
+      const address a = address_of(tile_block[j]);
+      prefetch_lines(a, prefetch_bytes);
+      ring_hash[slot + j] = tile_hash[j];
+      ring_block[slot + j] = a;
+    }
+  }
+  if (slot == d) slot = 0;
+  for (; i < tiles_end; i += tile) {
+    hash_of.hash8(i, num_blocks, tile_hash, tile_block);
+#pragma GCC unroll 8
+    for (std::size_t j = 0; j < tile; ++j) {
+      visit(i + j - d, ring_hash[slot + j], ring_block[slot + j]);
+      const address a = address_of(tile_block[j]);
+      prefetch_lines(a, prefetch_bytes);
+      ring_hash[slot + j] = tile_hash[j];
+      ring_block[slot + j] = a;
+    }
+    slot = slot + tile == d ? 0 : slot + tile;
+  }
+  // The last total mod 8 keys, one at a time (their slots do not wrap either).
+  for (; i < end; ++i, ++slot) {
+    if (total >= d) visit(i - d, ring_hash[slot], ring_block[slot]);
+    const std::uint64_t h = hash_of(i);
+    const address a = address_of(block_index(h, num_blocks));
+    prefetch_lines(a, prefetch_bytes);
+    ring_hash[slot] = h;
+    ring_block[slot] = a;
+  }
+  const std::size_t left = total < d ? total : d;
+  slot = total < d ? 0 : total % d;
+  for (std::size_t j = end - left; j < end; ++j) {
+    visit(j, ring_hash[slot], ring_block[slot]);
+    slot = slot + 1 == d ? 0 : slot + 1;
+  }
+}
+
 }  // namespace key_loop_detail
 
 /// Calls visit(i, hash, block_address) for each non-null key i of the range,
@@ -149,12 +248,18 @@ inline void for_each_dense_key(const key_range<Hashes>& range, const AddressOf& 
 /// block starts; the loop prefetches `prefetch_bytes` from there (a kind whose
 /// blocks span several 64-byte lines, as the counting filter's do, asks for
 /// all of them).
-template <class Hashes, class AddressOf, class Visit>
+template <block_access Access = block_access::read, class Hashes, class AddressOf, class Visit>
 void for_each_key(const key_range<Hashes>& range, const AddressOf& address_of,
                   const Visit& visit, std::size_t prefetch_bytes = 64) {
   if (range.begin >= range.end) return;
   if (range.validity == nullptr) {
-    key_loop_detail::for_each_dense_key(range, address_of, visit, prefetch_bytes);
+    if constexpr (key_loop_detail::hashes_eight<Hashes>::value) {
+      key_loop_detail::for_each_dense_key_x8<Access>(range, address_of, visit, prefetch_bytes);
+    } else {
+      constexpr bool applies_stored = std::is_same_v<Hashes, stored_hashes> && Access == block_access::write;
+      key_loop_detail::for_each_dense_key<applies_stored ? stored_write_distance : prefetch_distance>(
+          range, address_of, visit, prefetch_bytes);
+    }
     return;
   }
   for (std::size_t group_begin = range.begin; group_begin < range.end;

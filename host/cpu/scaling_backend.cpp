@@ -58,12 +58,12 @@ std::vector<T> scratch(std::size_t count, const char* what) {
 
 class cpu_scaling final : public scaling_backend {
  public:
-  cpu_scaling(const shape& s, bool use_avx2, unsigned num_threads, bool huge_pages)
+  cpu_scaling(const shape& s, cpu::cpu_isa isa, unsigned num_threads, bool huge_pages)
       : shape_(s),
         num_threads_(num_threads),
         huge_pages_(huge_pages),
-        kernels_(cpu::select_kernels(s.words_per_block, use_avx2)),
-        chain_kernels_(cpu::select_chain_kernels(s.words_per_block, use_avx2)) {}
+        kernels_(cpu::select_kernels(s.words_per_block, isa)),
+        chain_kernels_(cpu::select_chain_kernels(s.words_per_block, isa != cpu::cpu_isa::scalar)) {}
 
   std::string description() const {
     return std::string("cpu (") + kernels_.isa + ", " + std::to_string(num_threads_) +
@@ -367,15 +367,10 @@ class cpu_scaling final : public scaling_backend {
 
 std::unique_ptr<scaling_backend> make_cpu_scaling(const shape& s, const options& opts,
                                                   std::string* description) {
-  const bool have_avx2 = cpu_has_avx2();
-  if (opts.simd == cpu_simd::avx2 && !have_avx2)
-    throw invalid_argument(
-        "cpu_simd::avx2 was requested but this CPU does not support AVX2; use "
-        "cpu_simd::automatic or cpu_simd::scalar");
+  const cpu::cpu_isa isa = cpu::pick_cpu_isa(opts.simd);
   const unsigned num_threads =
       opts.cpu_threads != 0 ? opts.cpu_threads : std::max(1u, std::thread::hardware_concurrency());
-  auto chain = std::make_unique<cpu_scaling>(s, opts.simd != cpu_simd::scalar && have_avx2,
-                                             num_threads, opts.cpu_huge_pages);
+  auto chain = std::make_unique<cpu_scaling>(s, isa, num_threads, opts.cpu_huge_pages);
   if (description != nullptr) *description = chain->description();
   return chain;
 }

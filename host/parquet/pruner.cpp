@@ -10,6 +10,7 @@
 #include "gbf/error.hpp"
 #include "gbf/parquet.hpp"
 #include "host/backend.hpp"
+#include "host/cpu/isa.hpp"
 #include "host/keys.hpp"
 #include "host/parquet/prune.hpp"
 
@@ -224,15 +225,8 @@ pruner::pruner(std::vector<column_filter_set> files, const options& where)
   }
 
   s.threads = where.cpu_threads;
-  switch (where.simd) {
-    case cpu_simd::automatic: s.use_avx2 = cpu_has_avx2(); break;
-    case cpu_simd::scalar: s.use_avx2 = false; break;
-    case cpu_simd::avx2:
-      if (!cpu_has_avx2())
-        throw invalid_argument("parquet::pruner: simd = avx2 but this CPU has no AVX2");
-      s.use_avx2 = true;
-      break;
-  }
+  // The pruner's probe kernel is AVX2 at most.
+  s.use_avx2 = gbf::detail::cpu::pick_cpu_isa(where.simd) != gbf::detail::cpu::cpu_isa::scalar;
   s.where = gbf::detail::resolve(where, nullptr);
   if (s.where == backend::gpu) s.gpu = dp::make_gpu_pruner(p);
 }

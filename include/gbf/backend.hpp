@@ -1,5 +1,5 @@
 // Where a filter lives and runs, for every filter kind: the backend choice,
-// its options, and what the machine offers (a GPU, AVX2).
+// its options, and what the machine offers (a GPU, AVX2, AVX-512).
 #pragma once
 
 #include <cstddef>
@@ -16,8 +16,10 @@ using stream_t = CUstream_st*;
 /// the machine has a usable one, else the CPU.
 enum class backend { cpu, gpu, automatic };
 
-/// Which CPU kernel runs: the portable scalar one, AVX2, or the best available.
-enum class cpu_simd { automatic, scalar, avx2 };
+/// Which CPU kernel runs: the portable scalar one, AVX2, AVX-512, or the best
+/// available. avx512 adds to the AVX2 kernels a hash of eight integer keys at
+/// once (the plain filter's; other kinds run AVX2 for it).
+enum class cpu_simd { automatic, scalar, avx2, avx512 };
 
 /// How a filter is placed and run.
 struct options {
@@ -25,7 +27,7 @@ struct options {
   /// there, whatever the caller's cudaSetDevice since; keys in another GPU's
   /// memory throw invalid_argument.
   backend where = backend::automatic;
-  cpu_simd simd = cpu_simd::automatic;  ///< CPU kernel; avx2 throws where the CPU lacks it.
+  cpu_simd simd = cpu_simd::automatic;  ///< CPU kernel; avx2 / avx512 throw where the CPU lacks it.
   unsigned cpu_threads = 0;             ///< CPU worker threads, 0 = all hardware threads.
   /// CPU arrays of 2 MiB or more in transparent huge pages (fewer TLB misses:
   /// ~1.2x on big filters; creation may take longer while the kernel compacts memory).
@@ -45,6 +47,9 @@ gpu_status query_gpu();
 
 /// True when the running CPU supports the AVX2 kernel.
 bool cpu_has_avx2();
+
+/// True when the running CPU (and OS) support the AVX-512 kernel (AVX-512 F and DQ).
+bool cpu_has_avx512();
 
 /// "cpu", "gpu" or "auto".
 const char* to_string(backend b);

@@ -259,6 +259,7 @@ void init_module(nb::module_& m) {
     return std::make_pair(s.available, s.description);
   });
   m.def("cpu_has_avx2", &cpu_has_avx2);
+  m.def("cpu_has_avx512", &cpu_has_avx512);
   m.def("_arrow_device_strings", &arrow_device_strings);
   m.def("_stream_value", &stream_value, "keys"_a, "stream"_a.none(),
         "The stream number device keys would run on (see Filter.contains), or None.");

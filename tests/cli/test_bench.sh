@@ -30,6 +30,7 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert isinstance(d["machine"]["hardware_threads"], int), d["machine"]
 assert isinstance(d["machine"]["avx2"], bool), d["machine"]
+assert isinstance(d["machine"]["avx512"], bool), d["machine"]
 assert d["filters"][0]["bytes"] == 1 << 20, d["filters"]
 rows = d["rows"]
 for backend in ("cpu1", "cpu"):

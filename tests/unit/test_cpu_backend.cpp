@@ -1,5 +1,5 @@
 // The CPU backend against an independent reference: the words it writes, its
-// answers, AVX2 against scalar, many threads against one, add_new against the
+// answers, AVX2 and AVX-512 against scalar, many threads against one, add_new against the
 // sequential loop, and its measured false-positive rate against the model.
 #include <gtest/gtest.h>
 
@@ -20,6 +20,7 @@
 #include "host/backend.hpp"
 #include "host/bloom_backend.hpp"
 #include "host/cpu/block_owner.hpp"
+#include "host/cpu/hash_x8.hpp"
 
 namespace gbf::detail {
 namespace {
@@ -205,15 +206,119 @@ TEST(CpuBackend, Avx2MatchesScalarBitForBit) {
   }
 }
 
+TEST(CpuBackend, Avx512HashesEqualTheScalarHash) {
+#if GBF_CPU_AVX512
+  if (!cpu_has_avx512()) GTEST_SKIP() << "this CPU has no AVX-512 F and DQ; the AVX-512 hash cannot run";
+  std::mt19937_64 rng(40);
+  std::vector<std::uint64_t> keys64(4096);
+  std::vector<std::uint32_t> keys32(4096);
+  for (std::size_t i = 0; i < keys64.size(); ++i) {
+    keys64[i] = rng();
+    keys32[i] = static_cast<std::uint32_t>(rng());
+  }
+  keys64[0] = 0;  // the edges of the key space
+  keys64[1] = ~std::uint64_t{0};
+  keys32[0] = 0;
+  keys32[1] = ~std::uint32_t{0};
+  // Block counts at the edges of the multiply-shift (1, 2^32 - 1, 2^32) and between.
+  const std::uint64_t block_counts[] = {1, 2, 3, 1000, (1ull << 20) + 7, (1ull << 32) - 1, 1ull << 32};
+  for (std::uint64_t seed : {std::uint64_t{0}, std::uint64_t{1}, rng()}) {
+    for (std::uint64_t num_blocks : block_counts) {
+      SCOPED_TRACE("seed " + std::to_string(seed) + ", " + std::to_string(num_blocks) + " blocks");
+      const cpu::key_hashes_x8<std::uint64_t> source64{keys64.data(), seed};
+      const cpu::key_hashes_x8<std::uint32_t> source32{keys32.data(), seed};
+      std::uint64_t hashes[8];
+      std::uint64_t blocks[8];
+      for (std::size_t i = 0; i < keys64.size(); i += 8) {
+        source64.hash8(i, num_blocks, hashes, blocks);
+        for (std::size_t lane = 0; lane < 8; ++lane) {
+          const std::uint64_t h = hash_key(keys64[i + lane], seed);
+          ASSERT_EQ(hashes[lane], h) << "u64 key " << i + lane;
+          ASSERT_EQ(blocks[lane], block_index(h, num_blocks)) << "u64 key " << i + lane;
+        }
+        source32.hash8(i, num_blocks, hashes, blocks);
+        for (std::size_t lane = 0; lane < 8; ++lane) {
+          const std::uint64_t h = hash_key(keys32[i + lane], seed);
+          ASSERT_EQ(hashes[lane], h) << "u32 key " << i + lane;
+          ASSERT_EQ(blocks[lane], block_index(h, num_blocks)) << "u32 key " << i + lane;
+        }
+      }
+    }
+  }
+#else
+  GTEST_SKIP() << "not an x86 build; there is no AVX-512 kernel";
+#endif
+}
+
+// Every operation of the AVX-512 kernel against the scalar one, at batch sizes
+// around the tile (8 keys) and the prefetch ring (40 keys), so that every
+// branch of the tiled walk runs: no full tile, tiles but no full ring, a full
+// ring with and without a tail of single keys; and threaded, so that ranges
+// start at keys that are not multiples of 8.
+template <class Key>
+void check_avx512_matches_scalar(const layout& l, std::size_t n, unsigned threads) {
+  SCOPED_TRACE(name_of(l) + (sizeof(Key) == 4 ? " u32" : " u64") + " n=" + std::to_string(n) +
+               " threads=" + std::to_string(threads));
+  const auto earlier = random_keys<Key>(n / 2 + 1, 40 + n);
+  const auto keys = batch_with_repeats(random_keys<Key>(n, 41 + n), earlier, 42 + n);
+  const auto probes = random_keys<Key>(n, 43 + n);
+  auto scalar = make(l, cpu_simd::scalar, 1);
+  auto avx512 = make(l, cpu_simd::avx512, threads);
+  add_to(*scalar, earlier);
+  add_to(*avx512, earlier);
+  ASSERT_EQ(words_of(*scalar, l), words_of(*avx512, l));
+
+  const answers scalar_new = add_new_of(*scalar, keys);
+  const answers avx512_new = add_new_of(*avx512, keys);
+  for (std::size_t i = 0; i < keys.size(); ++i) ASSERT_EQ(scalar_new[i], avx512_new[i]) << "key " << i;
+  ASSERT_EQ(words_of(*scalar, l), words_of(*avx512, l));
+  add_to(*scalar, probes);  // plain add as well as add_new
+  add_to(*avx512, probes);
+  ASSERT_EQ(words_of(*scalar, l), words_of(*avx512, l));
+
+  const auto queries = random_keys<Key>(n, 44 + n);
+  const answers scalar_found = contains_of(*scalar, queries);
+  const answers avx512_found = contains_of(*avx512, queries);
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(scalar_found[i], avx512_found[i]) << "query " << i;
+  EXPECT_EQ(count_of(*scalar, queries), count_of(*avx512, queries));
+  std::vector<std::uint64_t> scalar_rows(n), avx512_rows(n);
+  const std::uint64_t hits = scalar->select(batch_of(queries), scalar_rows.data(), nullptr, sync_call);
+  ASSERT_EQ(avx512->select(batch_of(queries), avx512_rows.data(), nullptr, sync_call), hits);
+  scalar_rows.resize(hits);
+  avx512_rows.resize(hits);
+  EXPECT_EQ(scalar_rows, avx512_rows);
+}
+
+TEST(CpuBackend, Avx512MatchesScalarBitForBit) {
+  if (!cpu_has_avx512()) GTEST_SKIP() << "this CPU has no AVX-512 F and DQ; the AVX-512 kernel cannot run";
+  for (const layout& shape : all_geometries()) {
+    if (shape.words_per_block < 8) continue;  // the AVX-512 kernel serves W = 8 and 16
+    for (std::uint64_t blocks : {1ull, 3ull, 1000ull, (1ull << 16) + 7}) {
+      const layout l = with_blocks(shape, blocks);
+      for (std::size_t n : {0, 1, 7, 8, 9, 39, 40, 41, 47, 48, 87, 3001}) {
+        if (blocks > 1000 && n != 3001) continue;  // a 2-4 MiB filter: one size
+        check_avx512_matches_scalar<std::uint32_t>(l, n, 1);
+        check_avx512_matches_scalar<std::uint64_t>(l, n, 1);
+      }
+      if (blocks == 1000) {
+        check_avx512_matches_scalar<std::uint32_t>(l, threaded_batch + 13, 3);
+        check_avx512_matches_scalar<std::uint64_t>(l, threaded_batch + 13, 3);
+      }
+    }
+  }
+}
+
 TEST(CpuBackend, FourThreadsGiveTheSameBitsAsOne) {
-  const cpu_simd simd = cpu_has_avx2() ? cpu_simd::avx2 : cpu_simd::scalar;
+  std::vector<cpu_simd> kernels = {cpu_has_avx2() ? cpu_simd::avx2 : cpu_simd::scalar};
+  if (cpu_has_avx512()) kernels.push_back(cpu_simd::avx512);  // its partition hashes 8 keys at once
+  for (const cpu_simd simd : kernels)
   for (const layout& shape : all_geometries()) {
     if (shape.bits_per_key != shape.words_per_block && shape.bits_per_key != 32) continue;
    // 50,000 blocks (1.6 MiB or more): the add partitions the batch by block
    // range; 1,000 blocks (at most 64 KiB): threads add into private copies.
    for (std::uint64_t blocks : {50000u, 1000u}) {
     const layout l = with_blocks(shape, blocks);
-    SCOPED_TRACE(name_of(l));
+    SCOPED_TRACE(name_of(l) + (simd == cpu_simd::avx512 ? " avx512" : ""));
     const auto keys = random_keys<std::uint64_t>(threaded_batch, 20);
     auto one = make(l, simd, 1);
     auto four = make(l, simd, 4);
@@ -545,6 +650,11 @@ TEST(CpuBackend, Avx2RequestThrowsWithoutAvx2) {
   EXPECT_THROW(make(layout{}, cpu_simd::avx2, 1), gbf::invalid_argument);
 }
 
+TEST(CpuBackend, Avx512RequestThrowsWithoutAvx512) {
+  if (cpu_has_avx512()) GTEST_SKIP() << "this CPU has AVX-512, so an AVX-512 request cannot fail here";
+  EXPECT_THROW(make(layout{}, cpu_simd::avx512, 1), gbf::invalid_argument);
+}
+
 TEST(CpuBackend, DescriptionNamesKernelAndThreads) {
   std::string description;
   auto filter = make_cpu_bloom(layout{}, on_cpu(1, cpu_simd::scalar), &description);
@@ -552,7 +662,13 @@ TEST(CpuBackend, DescriptionNamesKernelAndThreads) {
   EXPECT_EQ(filter->kind(), backend::cpu);
 
   make_cpu_bloom(layout{}, on_cpu(3), &description);
-  EXPECT_EQ(description, cpu_has_avx2() ? "cpu (avx2, 3 threads)" : "cpu (scalar, 3 threads)");
+  EXPECT_EQ(description, cpu_has_avx512() ? "cpu (avx512, 3 threads)"
+                         : cpu_has_avx2() ? "cpu (avx2, 3 threads)"
+                                          : "cpu (scalar, 3 threads)");
+  if (cpu_has_avx512()) {  // AVX2 can still be asked for
+    make_cpu_bloom(layout{}, on_cpu(2, cpu_simd::avx2), &description);
+    EXPECT_EQ(description, "cpu (avx2, 2 threads)");
+  }
 
   layout narrow;  // AVX2 kernels serve 8- and 16-word blocks only
   narrow.words_per_block = 4;
