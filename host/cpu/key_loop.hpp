@@ -14,8 +14,6 @@
 #include "gbf/keys.hpp"
 #include "gbf/layout.hpp"
 
-
-
 namespace gbf::detail::cpu {
 
 /// Hash of key i of a caller's integer batch.
@@ -213,6 +211,8 @@ inline void for_each_dense_key_x8(const key_range<Hashes>& range, const AddressO
   if (slot == d) slot = 0;
   for (; i < tiles_end; i += tile) {
     hash_of.hash8(i, num_blocks, tile_hash, tile_block);
+    // Unrolled: GCC keeps the 8 visits as a loop otherwise, which measured
+    // 1.25 / 1.35 ns a key (add / contains, 512 KiB) against 1.04 / 1.07.
 #pragma GCC unroll 8
     for (std::size_t j = 0; j < tile; ++j) {
       visit(i + j - d, ring_hash[slot + j], ring_block[slot + j]);
