@@ -171,6 +171,18 @@ TEST(CountingFilter, RandomAddRemoveSequencesMatchTheModelOnEveryLayoutWidthAndK
 // until counters saturate (the fields next to a saturated one must not move),
 // on one thread and on two (threads that own block ranges run the kernels on
 // stored hashes).
+// The counting filter has no AVX-512 kernel: an AVX-512 request runs its AVX2
+// counter kernel, and throws where the CPU has no AVX-512.
+TEST(CountingFilter, Avx512RequestRunsTheAvx2CounterKernel) {
+  const layout l = test::with_blocks(layout{}, 100);
+  if (!cpu_has_avx512()) {
+    EXPECT_THROW(counting_filter(l, test::on_cpu(1, cpu_simd::avx512), 0, 4), invalid_argument);
+    return;
+  }
+  const counting_filter f(l, test::on_cpu(1, cpu_simd::avx512), 0, 4);
+  EXPECT_NE(f.description().find("avx2 counters"), std::string::npos) << f.description();
+}
+
 TEST(CountingFilter, Avx2CounterKernelWritesAndAnswersLikeTheScalarOne) {
   if (!cpu_has_avx2()) GTEST_SKIP() << "this CPU has no AVX2; only the scalar kernel can run";
   std::uint64_t seed = 100;

@@ -539,6 +539,17 @@ TEST(CuckooKeys, SelectReturnsTheAscendingRowsContainsFinds) {
   EXPECT_EQ(rows, expected);
 }
 
+// The cuckoo filter has no AVX-512 kernel: an AVX-512 request runs its AVX2 one,
+// and throws where the CPU has no AVX-512.
+TEST(CuckooKeys, Avx512RequestRunsTheAvx2Probe) {
+  if (!cpu_has_avx512()) {
+    EXPECT_THROW(cuckoo_filter(table_of(16, 300), on_cpu(1, cpu_simd::avx512)), invalid_argument);
+    return;
+  }
+  const cuckoo_filter f(table_of(16, 300), on_cpu(1, cpu_simd::avx512));
+  EXPECT_NE(f.description().find("avx2"), std::string::npos) << f.description();
+}
+
 TEST(CuckooKeys, PortableAndAvx2ProbesGiveTheSameAnswers) {
   if (!cpu_has_avx2()) GTEST_SKIP() << "no AVX2 on this CPU";
   for (const std::uint32_t f : tag_widths) {

@@ -488,6 +488,23 @@ TEST(ScalingFilter, MergeOfDifferentConfigsNamesTheDifference) {
   EXPECT_NE(message_of([&] { a.merge(c); }).find("seed 0 vs 5"), std::string::npos);
 }
 
+// The chain's levels are plain filters: an AVX-512 request runs the plain AVX-512
+// kernels, and throws with the CPU named where it has no AVX-512.
+TEST(ScalingFilter, Avx512RequestRunsThePlainAvx512Kernels) {
+  if (!cpu_has_avx512()) {
+    EXPECT_THROW(scaling_filter::create(500, 0.02, {}, on_cpu(1, cpu_simd::avx512)), invalid_argument);
+    return;
+  }
+  scaling_filter f = scaling_filter::create(500, 0.02, {}, on_cpu(1, cpu_simd::avx512));
+  EXPECT_EQ(f.description(), "cpu (avx512, 1 thread)");
+  scaling_filter scalar = scaling_filter::create(500, 0.02, {}, on_cpu(1, cpu_simd::scalar));
+  const auto keys = random_keys(4'000, 83);
+  f.add(keys.data(), keys.size());
+  scalar.add(keys.data(), keys.size());
+  ASSERT_EQ(f.levels().size(), scalar.levels().size());
+  for (std::size_t i = 0; i < f.levels().size(); ++i) EXPECT_EQ(f.level_words(i), scalar.level_words(i));
+}
+
 TEST(ScalingFilter, CopyToAndFromLevelsKeepLevelsAndBits) {
   scaling_filter f = scaling_filter::create(500, 0.02, {}, on_cpu(2), {4, 6, 1});
   const auto keys = random_keys(4'000, 81);
