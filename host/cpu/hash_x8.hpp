@@ -8,8 +8,8 @@
 // for step, so they give the same values (CpuBackend.Avx512HashesEqualTheScalarHash
 // pins it).
 //
-// Everything here carries GBF_TARGET_AVX512 and may run only where
-// cpu_has_avx512() says yes.
+// Every function here that uses AVX-512 carries GBF_TARGET_AVX512 and may run
+// only where cpu_has_avx512() says yes.
 #pragma once
 
 #include <cstddef>
