@@ -75,11 +75,13 @@ class cpu_counting final : public counting_backend {
                                       "the CPU counting filter's counters")),
         projection_(make_cpu_bloom(l, with_threads(opts, num_threads), &projection_description_)) {}
 
-  /// e.g. "cpu (avx2 counters, avx2 probes, 16 threads)": the kernels that run
-  /// for this layout.
+  /// e.g. "cpu (avx2 counters, avx512 probes, 16 threads)": the kernels that run
+  /// for this layout (the probes' are the projection's, a plain filter's).
   std::string description() const {
     const std::string probes =
-        projection_description_.find("avx2") != std::string::npos ? "avx2" : "scalar";
+        projection_description_.find("avx512") != std::string::npos ? "avx512"
+        : projection_description_.find("avx2") != std::string::npos ? "avx2"
+                                                                    : "scalar";
     const std::string counters =
         cpu::avx2_counters(layout_.words_per_block, use_avx2_) ? "avx2" : "scalar";
     return "cpu (" + counters + " counters, " + probes + " probes, " +

@@ -171,8 +171,9 @@ TEST(CountingFilter, RandomAddRemoveSequencesMatchTheModelOnEveryLayoutWidthAndK
 // until counters saturate (the fields next to a saturated one must not move),
 // on one thread and on two (threads that own block ranges run the kernels on
 // stored hashes).
-// The counting filter has no AVX-512 kernel: an AVX-512 request runs its AVX2
-// counter kernel, and throws where the CPU has no AVX-512.
+// The counting filter's counters have no AVX-512 kernel: an AVX-512 request runs
+// the AVX2 counter kernel and the projection's AVX-512 probes, and throws where
+// the CPU has no AVX-512.
 TEST(CountingFilter, Avx512RequestRunsTheAvx2CounterKernel) {
   const layout l = test::with_blocks(layout{}, 100);
   if (!cpu_has_avx512()) {
@@ -180,7 +181,9 @@ TEST(CountingFilter, Avx512RequestRunsTheAvx2CounterKernel) {
     return;
   }
   const counting_filter f(l, test::on_cpu(1, cpu_simd::avx512), 0, 4);
-  EXPECT_NE(f.description().find("avx2 counters"), std::string::npos) << f.description();
+  EXPECT_EQ(f.description(), "cpu (avx2 counters, avx512 probes, 1 thread)");
+  const counting_filter g(l, test::on_cpu(1, cpu_simd::avx2), 0, 4);
+  EXPECT_EQ(g.description(), "cpu (avx2 counters, avx2 probes, 1 thread)");
 }
 
 TEST(CountingFilter, Avx2CounterKernelWritesAndAnswersLikeTheScalarOne) {
