@@ -18,7 +18,8 @@ enum class backend { cpu, gpu, automatic };
 
 /// Which CPU kernel runs: the portable scalar one, AVX2, AVX-512, or the best
 /// available. avx512 adds to the AVX2 kernels a hash of eight integer keys at
-/// once (the plain filter's; other kinds run AVX2 for it).
+/// once: the plain filter's kernels, which the scaling filter's levels and the
+/// counting filter's probes share; the other kernels run AVX2 for it.
 enum class cpu_simd { automatic, scalar, avx2, avx512 };
 
 /// How a filter is placed and run.
