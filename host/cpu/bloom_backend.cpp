@@ -643,12 +643,11 @@ class cpu_bloom final : public bloom_backend {
         // Eight keys hashed at once (the side work's steps come 8 keys at a time).
         if (validity == nullptr) {
           alignas(64) std::uint64_t hashes[8];
-          alignas(64) std::uint64_t blocks[8];
           for (; i + 8 <= stop; i += 8) {
             // The keys are read 8 at a time between the apply's misses, too
             // slowly for the hardware's stream prefetch to run ahead of them.
             hash_of.prefetch(chunk + i + keys_prefetched_ahead);
-            hash_of.hash8(chunk + i, source_.num_blocks, hashes, blocks);
+            hash_of.hash8(chunk + i, hashes);
             for (unsigned lane = 0; lane < 8; ++lane) place(i + lane, hashes[lane]);
           }
         }

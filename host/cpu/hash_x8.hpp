@@ -103,15 +103,22 @@ struct key_hashes_x8 {
                                                      i * sizeof(Key)));
   }
 
+  /// Lane l: the hash of key i + l, for l = 0..7.
+  GBF_TARGET_AVX512 __m512i hash8(std::size_t i) const {
+    if constexpr (sizeof(Key) == 8) {
+      return xxh64_u64_x8(reinterpret_cast<const std::uint64_t*>(keys + i), seed);
+    } else {
+      return xxh64_u32_x8(reinterpret_cast<const std::uint32_t*>(keys + i), seed);
+    }
+  }
+  /// hashes[l] = hash of key i + l, for l = 0..7.
+  GBF_TARGET_AVX512 void hash8(std::size_t i, std::uint64_t* hashes) const {
+    _mm512_storeu_si512(hashes, hash8(i));
+  }
   /// hashes[l] = hash of key i + l and blocks[l] its block, for l = 0..7.
   GBF_TARGET_AVX512 void hash8(std::size_t i, std::uint64_t num_blocks, std::uint64_t* hashes,
                                std::uint64_t* blocks) const {
-    __m512i h;
-    if constexpr (sizeof(Key) == 8) {
-      h = xxh64_u64_x8(reinterpret_cast<const std::uint64_t*>(keys + i), seed);
-    } else {
-      h = xxh64_u32_x8(reinterpret_cast<const std::uint32_t*>(keys + i), seed);
-    }
+    const __m512i h = hash8(i);
     _mm512_storeu_si512(hashes, h);
     _mm512_storeu_si512(blocks, block_index_x8(h, num_blocks));
   }

@@ -173,35 +173,49 @@ TEST(CpuBackend, WordsAndAnswersMatchReferenceForAllLayouts) {
   }
 }
 
+// Every operation of the `simd` kernel on `threads` threads against the scalar
+// kernel on one: add_new with repeats (answers and bits), add, contains, count
+// and select, over a batch of n keys.
 template <class Key>
-void check_avx2_matches_scalar(const layout& l) {
-  SCOPED_TRACE(name_of(l) + (sizeof(Key) == 4 ? " u32" : " u64"));
-  const std::size_t n = 3000;
-  const auto keys = random_keys<Key>(n, 10 + l.num_blocks);
-  const auto queries = random_keys<Key>(n, 11 + l.num_blocks);
+void check_matches_scalar(const layout& l, cpu_simd simd, std::size_t n, unsigned threads) {
+  SCOPED_TRACE(name_of(l) + (sizeof(Key) == 4 ? " u32" : " u64") + " n=" + std::to_string(n) +
+               " threads=" + std::to_string(threads));
+  const auto earlier = random_keys<Key>(n / 2 + 1, 40 + n);
+  const auto keys = batch_with_repeats(random_keys<Key>(n, 41 + n), earlier, 42 + n);
+  const auto probes = random_keys<Key>(n, 43 + n);
   auto scalar = make(l, cpu_simd::scalar, 1);
-  auto avx2 = make(l, cpu_simd::avx2, 1);
+  auto other = make(l, simd, threads);
+  add_to(*scalar, earlier);
+  add_to(*other, earlier);
+  ASSERT_EQ(words_of(*scalar, l), words_of(*other, l));
 
   const answers scalar_new = add_new_of(*scalar, keys);
-  const answers avx2_new = add_new_of(*avx2, keys);
-  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(scalar_new[i], avx2_new[i]) << "key " << i;
-  add_to(*scalar, queries);  // plain add as well as add_new
-  add_to(*avx2, queries);
-  ASSERT_EQ(words_of(*scalar, l), words_of(*avx2, l));
+  const answers other_new = add_new_of(*other, keys);
+  for (std::size_t i = 0; i < keys.size(); ++i) ASSERT_EQ(scalar_new[i], other_new[i]) << "key " << i;
+  ASSERT_EQ(words_of(*scalar, l), words_of(*other, l));
+  add_to(*scalar, probes);  // plain add as well as add_new
+  add_to(*other, probes);
+  ASSERT_EQ(words_of(*scalar, l), words_of(*other, l));
 
-  const auto probes = random_keys<Key>(n, 12 + l.num_blocks);
-  const answers scalar_found = contains_of(*scalar, probes);
-  const answers avx2_found = contains_of(*avx2, probes);
-  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(scalar_found[i], avx2_found[i]) << "probe " << i;
-  EXPECT_EQ(count_of(*scalar, probes), count_of(*avx2, probes));
+  const auto queries = random_keys<Key>(n, 44 + n);
+  const answers scalar_found = contains_of(*scalar, queries);
+  const answers other_found = contains_of(*other, queries);
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(scalar_found[i], other_found[i]) << "query " << i;
+  EXPECT_EQ(count_of(*scalar, queries), count_of(*other, queries));
+  std::vector<std::uint64_t> scalar_rows(n), other_rows(n);
+  const std::uint64_t hits = scalar->select(batch_of(queries), scalar_rows.data(), nullptr, sync_call);
+  ASSERT_EQ(other->select(batch_of(queries), other_rows.data(), nullptr, sync_call), hits);
+  scalar_rows.resize(hits);
+  other_rows.resize(hits);
+  EXPECT_EQ(scalar_rows, other_rows);
 }
 
 TEST(CpuBackend, Avx2MatchesScalarBitForBit) {
   if (!cpu_has_avx2()) GTEST_SKIP() << "this CPU has no AVX2; only the scalar kernel can run";
   for (const layout& shape : all_geometries()) {
     for (std::uint64_t blocks : {1ull, 3ull, 1000ull, (1ull << 20) + 7}) {
-      check_avx2_matches_scalar<std::uint32_t>(with_blocks(shape, blocks));
-      check_avx2_matches_scalar<std::uint64_t>(with_blocks(shape, blocks));
+      check_matches_scalar<std::uint32_t>(with_blocks(shape, blocks), cpu_simd::avx2, 3000, 1);
+      check_matches_scalar<std::uint64_t>(with_blocks(shape, blocks), cpu_simd::avx2, 3000, 1);
     }
   }
 }
@@ -250,59 +264,25 @@ TEST(CpuBackend, Avx512HashesEqualTheScalarHash) {
 #endif
 }
 
-// Every operation of the AVX-512 kernel against the scalar one, at batch sizes
-// around the tile (8 keys) and the prefetch ring (40 keys), so that every
-// branch of the tiled walk runs: no full tile, tiles but no full ring, a full
-// ring with and without a tail of single keys; and threaded, so that ranges
-// start at keys that are not multiples of 8.
-template <class Key>
-void check_avx512_matches_scalar(const layout& l, std::size_t n, unsigned threads) {
-  SCOPED_TRACE(name_of(l) + (sizeof(Key) == 4 ? " u32" : " u64") + " n=" + std::to_string(n) +
-               " threads=" + std::to_string(threads));
-  const auto earlier = random_keys<Key>(n / 2 + 1, 40 + n);
-  const auto keys = batch_with_repeats(random_keys<Key>(n, 41 + n), earlier, 42 + n);
-  const auto probes = random_keys<Key>(n, 43 + n);
-  auto scalar = make(l, cpu_simd::scalar, 1);
-  auto avx512 = make(l, cpu_simd::avx512, threads);
-  add_to(*scalar, earlier);
-  add_to(*avx512, earlier);
-  ASSERT_EQ(words_of(*scalar, l), words_of(*avx512, l));
-
-  const answers scalar_new = add_new_of(*scalar, keys);
-  const answers avx512_new = add_new_of(*avx512, keys);
-  for (std::size_t i = 0; i < keys.size(); ++i) ASSERT_EQ(scalar_new[i], avx512_new[i]) << "key " << i;
-  ASSERT_EQ(words_of(*scalar, l), words_of(*avx512, l));
-  add_to(*scalar, probes);  // plain add as well as add_new
-  add_to(*avx512, probes);
-  ASSERT_EQ(words_of(*scalar, l), words_of(*avx512, l));
-
-  const auto queries = random_keys<Key>(n, 44 + n);
-  const answers scalar_found = contains_of(*scalar, queries);
-  const answers avx512_found = contains_of(*avx512, queries);
-  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(scalar_found[i], avx512_found[i]) << "query " << i;
-  EXPECT_EQ(count_of(*scalar, queries), count_of(*avx512, queries));
-  std::vector<std::uint64_t> scalar_rows(n), avx512_rows(n);
-  const std::uint64_t hits = scalar->select(batch_of(queries), scalar_rows.data(), nullptr, sync_call);
-  ASSERT_EQ(avx512->select(batch_of(queries), avx512_rows.data(), nullptr, sync_call), hits);
-  scalar_rows.resize(hits);
-  avx512_rows.resize(hits);
-  EXPECT_EQ(scalar_rows, avx512_rows);
-}
-
+// Batch sizes around the tile (8 keys) and the prefetch rings (64 keys for the
+// probes, 128 for add's n keys), so that every branch of the tiled walk runs:
+// no full tile, tiles but no full ring, a ring filled exactly, a full ring
+// with and without a tail of single keys; and threaded, so that ranges start
+// at keys that are not multiples of 8.
 TEST(CpuBackend, Avx512MatchesScalarBitForBit) {
   if (!cpu_has_avx512()) GTEST_SKIP() << "this CPU has no AVX-512 F and DQ; the AVX-512 kernel cannot run";
   for (const layout& shape : all_geometries()) {
     if (shape.words_per_block < 8) continue;  // the AVX-512 kernel serves W = 8 and 16
     for (std::uint64_t blocks : {1ull, 3ull, 1000ull, (1ull << 16) + 7}) {
       const layout l = with_blocks(shape, blocks);
-      for (std::size_t n : {0, 1, 7, 8, 9, 39, 40, 41, 47, 48, 87, 3001}) {
+      for (std::size_t n : {0, 1, 7, 8, 9, 39, 63, 64, 65, 72, 127, 128, 129, 136, 3001}) {
         if (blocks > 1000 && n != 3001) continue;  // a 2-4 MiB filter: one size
-        check_avx512_matches_scalar<std::uint32_t>(l, n, 1);
-        check_avx512_matches_scalar<std::uint64_t>(l, n, 1);
+        check_matches_scalar<std::uint32_t>(l, cpu_simd::avx512, n, 1);
+        check_matches_scalar<std::uint64_t>(l, cpu_simd::avx512, n, 1);
       }
       if (blocks == 1000) {
-        check_avx512_matches_scalar<std::uint32_t>(l, threaded_batch + 13, 3);
-        check_avx512_matches_scalar<std::uint64_t>(l, threaded_batch + 13, 3);
+        check_matches_scalar<std::uint32_t>(l, cpu_simd::avx512, threaded_batch + 13, 3);
+        check_matches_scalar<std::uint64_t>(l, cpu_simd::avx512, threaded_batch + 13, 3);
       }
     }
   }
