@@ -31,6 +31,16 @@
 // each thread is fixed by its blocks, the partition is not, and on that
 // shared VM one thread's apply took a third longer than the other's in some
 // runs.
+// Two threads whose kernels hash eight keys at once (AVX-512, integer keys)
+// take another road for add and add_new (add_in_owned_walks): each thread
+// reads the whole batch, hashes every key and keeps, in a ring, only those of
+// its own half of the blocks, which it then visits in batch order (the same
+// bits and answers as the sequential loop, no scratch, no barrier, no
+// cross-thread hand-over of hashes). Every thread hashes every key, so this
+// pays while the hash is cheap against a key's visit: on the 2-vCPU Zen 5
+// EPYC it took the 2-thread add from 0.43-0.54 of 2x one thread's keys/s at 16
+// MiB to about 0.6-0.7, and at 128 MiB from 0.65-0.74 to about 0.9 (docs/cpu.md);
+// beyond 2 threads, unmeasured, the partition keeps the work per key flat.
 // Plain add takes a cheaper road where private copies pay (copies_pay):
 // threads 1..T-1 each add their key range into a zeroed private copy of the
 // bit array, thread 0 into the filter, and then the copies are ORed in, split
@@ -180,6 +190,16 @@ constexpr unsigned slices_per_thread = 4;
 /// Owners up to which the partition keeps one cursor per owner in registers
 /// (fused_partition); beyond, it counting-sorts (sorted_partition).
 constexpr unsigned max_fused_owners = 4;
+
+/// Threads up to which add reads the whole batch in each thread, keeping the
+/// keys of its own blocks (add_in_owned_walks), rather than partitioning it,
+/// where keys hash eight at a time. Each thread then hashes every key (about
+/// 0.5 ns a key on the Zen 5 EPYC) and visits 1/T of them, so the walks pay
+/// while T times the hash stays small against a key's visit: on that 2-vCPU
+/// host, 2 threads reached 0.85-0.93 of 2x one thread's keys/s at 128 MiB
+/// where the partition reached 0.65-0.74 (docs/cpu.md). More threads are not
+/// measured and keep the partition, whose work per key does not grow with T.
+constexpr unsigned max_owned_walk_threads = 2;
 
 /// Owners are bytes in the partition's scratch.
 constexpr unsigned max_add_threads = 256;
@@ -371,6 +391,7 @@ class cpu_bloom final : public bloom_backend {
       add_with_private_copies(keys, parts);
       return;
     }
+    if (parts <= max_owned_walk_threads && add_in_owned_walks(op, keys, results, parts)) return;
     const bool ran = with_partition_hashes(keys, [&](const auto& hash_of) {
       using Hashes = std::decay_t<decltype(hash_of)>;
       const bool answers = results != nullptr;
@@ -493,6 +514,31 @@ class cpu_bloom final : public bloom_backend {
         for (std::uint64_t j = begin; j < end; ++j) results[chunk + index[j]] = answer[j];
       }
     }
+  }
+
+  /// add / add_new on `parts` threads that each read the whole batch and write
+  /// only the keys of their own block range (cpu::for_each_owned_key), where the
+  /// kernels hash eight keys at once (AVX-512, integer keys); returns false,
+  /// having done nothing, where they do not. Thread p owns the blocks
+  /// [B p / T, B (p + 1) / T) and visits their keys in batch order, so the
+  /// bits and is_new answers are the sequential loop's. A thread that cannot
+  /// be started leaves its blocks to the calling thread.
+  bool add_in_owned_walks(kernel_op op, const key_batch& keys, bool* results, unsigned parts) {
+    const auto owned_kernel = [&](const auto& kernel, auto hash_of) {
+      cpu::run_in_parts(parts, layout_.num_blocks, [&](unsigned, std::uint64_t first, std::uint64_t end) {
+        kernel(job(op, hash_of, 0, keys.count, results, nullptr, keys), cpu::block_span{first, end - first});
+      });
+      return true;
+    };
+    return cpu::with_hashes(keys, layout_.seed, [&](auto hash_of) {
+      using Hashes = decltype(hash_of);
+      if constexpr (std::is_same_v<Hashes, cpu::key_hashes<std::uint64_t>>) {
+        if (kernels_.u64_owned != nullptr) return owned_kernel(kernels_.u64_owned, hash_of);
+      } else if constexpr (std::is_same_v<Hashes, cpu::key_hashes<std::uint32_t>>) {
+        if (kernels_.u32_owned != nullptr) return owned_kernel(kernels_.u32_owned, hash_of);
+      }
+      return false;
+    });
   }
 
   /// Whether a plain add of `keys` keys on `parts` threads takes private

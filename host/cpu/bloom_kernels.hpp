@@ -294,10 +294,40 @@ __attribute__((flatten)) GBF_TARGET_AVX512 std::uint64_t avx512_range(
       job.results,   job.rows,                          job.side};
   return run_range<avx2_block<WordsPerBlock>>(eight_at_a_time);
 }
+
+/// add or add_new of the keys whose block lies in `owned`, by a thread that
+/// reads the whole batch and writes only those blocks (for_each_owned_key):
+/// the AVX2 block kernel, keys hashed eight at a time.
+template <std::uint32_t WordsPerBlock, class Key>
+__attribute__((flatten)) GBF_TARGET_AVX512 void avx512_owned_range(
+    const bloom_job<key_hashes<Key>>& job, block_span owned) {
+  using block_kernel = avx2_block<WordsPerBlock>;
+  const std::uint32_t k = job.bits_per_key;
+  std::uint32_t* const words = job.words;
+  const auto address_of = [words](std::uint64_t block) {
+    return words + block * WordsPerBlock;
+  };
+  const auto keys = hashing_eight_at_a_time(job.keys);
+  if (job.op == kernel_op::add) {
+    for_each_owned_key<block_access::write>(
+        keys, owned, address_of,
+        [k](std::uint64_t h, std::uint32_t* block) { block_kernel::add(block, h, k); });
+  } else if (job.op == kernel_op::add_new) {
+    bool* const results = job.results;
+    for_each_owned_key<block_access::write>(
+        keys, owned, address_of, [k, results](std::size_t i, std::uint64_t h, std::uint32_t* block) {
+          results[i] = block_kernel::add_new(block, h, k);
+        });
+  } else {
+    throw invalid_argument("the owned-block kernels only add");
+  }
+}
 #endif
 
 template <class Hashes>
 using range_kernel = std::uint64_t (*)(const bloom_job<Hashes>&);
+template <class Hashes>
+using owned_kernel = void (*)(const bloom_job<Hashes>&, block_span);
 
 /// The entry points serving one layout on one instruction set, per hash source.
 struct kernel_set {
@@ -307,6 +337,9 @@ struct kernel_set {
   range_kernel<string_hashes<std::int64_t>> str64_keys;
   range_kernel<stored_hashes> stored;
   const char* isa;  ///< "scalar", "avx2" or "avx512", for the backend description.
+  /// add / add_new of one block span's keys (null: none for this layout and ISA).
+  owned_kernel<key_hashes<std::uint32_t>> u32_owned = nullptr;
+  owned_kernel<key_hashes<std::uint64_t>> u64_owned = nullptr;
 };
 
 template <std::uint32_t WordsPerBlock>
@@ -336,6 +369,8 @@ kernel_set best_kernels([[maybe_unused]] cpu_isa isa) {
       if (isa == cpu_isa::avx512) {
         set.u32_keys = &avx512_range<WordsPerBlock, std::uint32_t>;
         set.u64_keys = &avx512_range<WordsPerBlock, std::uint64_t>;
+        set.u32_owned = &avx512_owned_range<WordsPerBlock, std::uint32_t>;
+        set.u64_owned = &avx512_owned_range<WordsPerBlock, std::uint64_t>;
         set.isa = "avx512";
       }
 #endif

@@ -75,6 +75,13 @@ struct key_range {
   std::size_t validity_bit;
 };
 
+/// Blocks [first, first + count) of a filter: the ones a thread writes when
+/// threads split a filter's blocks between them (for_each_owned_key).
+struct block_span {
+  std::uint64_t first;
+  std::uint64_t count;
+};
+
 /// How many keys ahead of the one being visited the loop hashes and prefetches.
 /// A filter larger than the caches costs one DRAM miss per key; keeping many
 /// misses in flight all the time (not a group at a time, which drains to zero
@@ -109,6 +116,17 @@ inline constexpr std::size_t tiled_prefetch_distance = Access == block_access::w
 /// the Zen 5 EPYC, 2-thread add, 10^6 keys, 16 / 128 MiB filter, ns/key: at
 /// 40, 3.0 / 3.8-3.9; 96: 2.5 / 3.2; 128: 2.6 / 3.2 (two rounds each).
 inline constexpr std::size_t stored_write_distance = 96;
+
+/// How many keys ahead of the ones it hashes a walk that hashes eight keys at
+/// once asks for the batch's own lines. The walk reads the keys in order, but
+/// between two tiles it waits on the blocks' misses, and the hardware's stream
+/// prefetcher did not run far enough ahead: on the 2-vCPU Zen 5 EPYC, 10^6
+/// keys, 16 MiB filter, ns/key, one thread's add 1.33-1.46 without, 1.19-1.27
+/// with it (128 MiB, 10^7 keys: 2.98-3.08 against 2.53-2.62; contains
+/// 3.96-4.01 against 3.74-3.77); two threads' owned walks, each reading the
+/// whole batch: 1.56-1.61 without, 1.19-1.26 at 128 keys ahead, 1.12-1.14 at
+/// 512 (docs/cpu.md).
+inline constexpr std::size_t key_prefetch_distance = 512;
 
 /// The keys the null-skipping path hashes before it visits the first of them.
 inline constexpr std::size_t prefetch_group = 16;
@@ -210,6 +228,7 @@ inline void for_each_dense_key_x8(const key_range<Hashes>& range, const AddressO
   }
   if (slot == d) slot = 0;
   for (; i < tiles_end; i += tile) {
+    hash_of.prefetch(i + key_prefetch_distance);
     hash_of.hash8(i, num_blocks, tile_hash, tile_block);
     // Unrolled: GCC keeps the 8 visits as a loop otherwise, which measured
     // 1.25 / 1.35 ns a key (add / contains, 512 KiB) against 1.04 / 1.07.
@@ -240,7 +259,116 @@ inline void for_each_dense_key_x8(const key_range<Hashes>& range, const AddressO
   }
 }
 
+/// Whether a hash source also hashes eight keys and keeps those of a block
+/// span: hash8_owned (host/cpu/hash_x8.hpp).
+template <class Hashes, class = void>
+struct hashes_owned : std::false_type {};
+template <class Hashes>
+struct hashes_owned<Hashes, std::void_t<decltype(std::declval<const Hashes&>().hash8_owned(
+                                std::size_t{}, std::uint64_t{}, block_span{}, 0u, nullptr,
+                                nullptr, nullptr))>> : std::true_type {};
+
+/// The validity bits of keys i..i + 7 (all eight exist), key i's at first_bit, as bits 0..7.
+inline unsigned valid_lanes(const std::uint8_t* validity, std::size_t first_bit) {
+  if (validity == nullptr) return 0xffu;
+  const std::size_t byte = first_bit / 8;
+  const unsigned shift = first_bit % 8;
+  unsigned bits = validity[byte] >> shift;
+  // The eight bits reach into the next byte only when they do not start a byte.
+  if (shift != 0) bits |= static_cast<unsigned>(validity[byte + 1]) << (8 - shift);
+  return bits & 0xffu;
+}
+
 }  // namespace key_loop_detail
+
+/// How many tiles of eight keys for_each_owned_key hashes between two rounds
+/// of visits. Each tile keeps a varying number of keys (about 8 / T of T
+/// threads'), so a loop that visited after every tile would mispredict its
+/// exit every tile; visiting after a group of 16 tiles costs that once per
+/// 128 keys (2-vCPU Zen 5 EPYC, 16 MiB filter, 10^6 keys, 2 threads: 2.9
+/// ns/key visiting after every tile, 1.2 after every 16; docs/cpu.md).
+inline constexpr std::size_t owned_group_tiles = 16;
+
+/// Calls visit(i, hash, block_address) (or visit(hash, block_address), where
+/// the visit takes no index: the walk then keeps none) for each non-null key
+/// i of the range whose block lies in `owned`, in batch order, with the blocks of the owned
+/// keys ahead prefetched: the walk of a thread that owns a block range and
+/// reads the whole batch (the plain filter's two-thread add). Keys are hashed
+/// eight at a time and the kept ones compressed into a ring; after each group
+/// of tiles the new ring entries are prefetched, and the entries more than
+/// the prefetch distance behind the newest are visited.
+template <block_access Access, class Hashes, class AddressOf, class Visit>
+void for_each_owned_key(const key_range<Hashes>& range, block_span owned,
+                        const AddressOf& address_of, const Visit& visit,
+                        std::size_t prefetch_bytes = 64) {
+  static_assert(key_loop_detail::hashes_owned<Hashes>::value,
+                "the owned walk needs a source that hashes eight keys at once");
+  constexpr std::size_t d = tiled_prefetch_distance<Access>;
+  constexpr std::size_t tile = 8;
+  constexpr std::size_t group = owned_group_tiles * tile;
+  // Entries not yet visited: at most d after a round of visits, one group more
+  // before the next, and a tile writes 8 slots from the newest entry on; so a
+  // capacity of d + group + tile keeps every write off unvisited entries.
+  constexpr std::size_t capacity = 512;
+  static_assert(capacity >= d + group + tile && (capacity & (capacity - 1)) == 0,
+                "the ring must hold a group beyond the prefetch distance, in a power of two");
+  // A tile written at a slot near the end spills into the tile slots past it,
+  // which are then copied to the front.
+  std::uint64_t ring_hash[capacity + tile];
+  std::uint64_t ring_block[capacity + tile];
+  std::uint64_t ring_index[capacity + tile];
+  // add needs no index (keeping one costs a compress and a store a tile: 5% of
+  // a 2-thread add at 16 MiB); add with is_new answers by it.
+  using address = decltype(address_of(std::uint64_t{0}));
+  constexpr bool keeps_index = std::is_invocable_v<const Visit&, std::size_t, std::uint64_t, address>;
+  const Hashes hash_of = range.hash_of;
+  const std::uint64_t num_blocks = range.num_blocks;
+  const std::uint8_t* const validity = range.validity;
+  const std::size_t validity_bit = range.validity_bit;
+  const std::size_t end = range.end;
+  // Ring positions counted from the walk's start: pushed >= prefetched >= visited.
+  std::size_t pushed = 0, prefetched = 0, visited = 0;
+  const auto visit_position = [&](std::size_t position) {
+    const std::size_t slot = position % capacity;
+    if constexpr (keeps_index) {
+      visit(static_cast<std::size_t>(ring_index[slot]), ring_hash[slot], address_of(ring_block[slot]));
+    } else {
+      visit(ring_hash[slot], address_of(ring_block[slot]));
+    }
+  };
+  for (std::size_t i = range.begin; i < end;) {
+    const std::size_t group_end = end - i > group ? i + group : end;
+    for (; group_end - i >= tile; i += tile) {
+      const std::size_t slot = pushed % capacity;
+      hash_of.prefetch(i + key_prefetch_distance);
+      const unsigned lanes = key_loop_detail::valid_lanes(validity, validity_bit + i);
+      const unsigned kept = hash_of.hash8_owned(i, num_blocks, owned, lanes, ring_hash + slot,
+                                                ring_block + slot, keeps_index ? ring_index + slot : nullptr);
+      if (slot + kept > capacity) {
+        for (std::size_t j = 0; j < tile; ++j) {
+          ring_hash[j] = ring_hash[capacity + j];
+          ring_block[j] = ring_block[capacity + j];
+          if constexpr (keeps_index) ring_index[j] = ring_index[capacity + j];
+        }
+      }
+      pushed += kept;
+    }
+    for (; i < group_end; ++i) {  // the batch's last keys, fewer than a tile
+      if (!key_valid(validity, validity_bit, i)) continue;
+      const std::uint64_t h = hash_of(i);
+      const std::uint64_t block = block_index(h, num_blocks);
+      if (block - owned.first >= owned.count) continue;
+      const std::size_t slot = pushed++ % capacity;
+      ring_hash[slot] = h;
+      ring_block[slot] = block;
+      if constexpr (keeps_index) ring_index[slot] = i;
+    }
+    for (; prefetched < pushed; ++prefetched)
+      key_loop_detail::prefetch_lines(address_of(ring_block[prefetched % capacity]), prefetch_bytes);
+    for (; pushed - visited > d; ++visited) visit_position(visited);
+  }
+  for (; visited < pushed; ++visited) visit_position(visited);
+}
 
 /// Calls visit(i, hash, block_address) for each non-null key i of the range,
 /// in batch order (sequential semantics rely on it), with

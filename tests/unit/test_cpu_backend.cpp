@@ -288,6 +288,110 @@ TEST(CpuBackend, Avx512MatchesScalarBitForBit) {
   }
 }
 
+// The owned walk (a thread that reads the whole batch and visits only the keys
+// of its block span) against the plain list of those keys: every kept key
+// visited once, in batch order, with its hash and block; nulls skipped. Batch
+// sizes around the tile (8), the group between rounds of visits (128 keys),
+// the prefetch distance (128 kept keys) and many times the ring (512), spans
+// keeping every key, about half, a sliver, and none, and validity bitmaps
+// starting at bits 0, 3 and 8.
+TEST(CpuBackend, OwnedWalkVisitsExactlyTheKeysOfItsBlocksInBatchOrder) {
+#if GBF_CPU_AVX512
+  if (!cpu_has_avx512()) GTEST_SKIP() << "this CPU has no AVX-512 F and DQ; the owned walk cannot run";
+  const std::uint64_t num_blocks = 1000;
+  const std::uint64_t seed = 7;
+  const auto keys = random_keys<std::uint64_t>(5003, 60);
+  const std::vector<std::uint8_t> validity = gbf::test::random_validity(keys.size() + 8, 61);
+  const cpu::block_span spans[] = {{0, num_blocks}, {0, 500}, {500, 500}, {997, 3}, {0, 0}};
+  const std::vector<std::uint32_t> words(num_blocks * 8);
+  struct visit_record {
+    std::size_t index;
+    std::uint64_t hash;
+    std::uint64_t block;
+    bool operator==(const visit_record& o) const {
+      return index == o.index && hash == o.hash && block == o.block;
+    }
+  };
+  for (const std::size_t n : {0, 1, 7, 8, 9, 127, 128, 129, 135, 136, 255, 256, 257, 640, 5003}) {
+    for (const cpu::block_span span : spans) {
+      for (const int first_bit : {-1, 0, 3, 8}) {  // -1: no bitmap
+        SCOPED_TRACE("n=" + std::to_string(n) + " span [" + std::to_string(span.first) + ", +" +
+                     std::to_string(span.count) + ") validity bit " + std::to_string(first_bit));
+        const std::uint8_t* const bits = first_bit < 0 ? nullptr : validity.data();
+        const std::size_t bit0 = first_bit < 0 ? 0 : static_cast<std::size_t>(first_bit);
+        std::vector<visit_record> expected;
+        for (std::size_t i = 0; i < n; ++i) {
+          if (!key_valid(bits, bit0, i)) continue;
+          const std::uint64_t h = hash_key(keys[i], seed);
+          const std::uint64_t block = block_index(h, num_blocks);
+          if (block >= span.first && block < span.first + span.count) expected.push_back({i, h, block});
+        }
+        // Blocks of 8 words; the visit recovers the block index from the address.
+        const auto address_of = [&words](std::uint64_t block) { return words.data() + block * 8; };
+        const auto block_at = [&words](const std::uint32_t* address) {
+          return static_cast<std::uint64_t>(address - words.data()) / 8;
+        };
+        const cpu::key_range<cpu::key_hashes_x8<std::uint64_t>> range{
+            {keys.data(), seed}, 0, n, num_blocks, bits, bit0};
+        std::vector<visit_record> seen;
+        cpu::for_each_owned_key<cpu::block_access::write>(
+            range, span, address_of,
+            [&](std::size_t i, std::uint64_t h, const std::uint32_t* block) {
+              seen.push_back({i, h, block_at(block)});
+            });
+        ASSERT_EQ(seen.size(), expected.size());
+        ASSERT_TRUE(seen == expected);
+        // Without an index (the visit add uses), the same hashes and blocks.
+        std::vector<visit_record> unindexed;
+        cpu::for_each_owned_key<cpu::block_access::write>(
+            range, span, address_of,
+            [&](std::uint64_t h, const std::uint32_t* block) { unindexed.push_back({0, h, block_at(block)}); });
+        ASSERT_EQ(unindexed.size(), expected.size());
+        for (std::size_t j = 0; j < expected.size(); ++j) {
+          ASSERT_EQ(unindexed[j].hash, expected[j].hash) << "visit " << j;
+          ASSERT_EQ(unindexed[j].block, expected[j].block) << "visit " << j;
+        }
+      }
+    }
+  }
+#else
+  GTEST_SKIP() << "not an x86 build; there is no owned walk";
+#endif
+}
+
+TEST(CpuBackend, ValidLanesAreTheEightValidityBitsFromAnyOffset) {
+  const std::vector<std::uint8_t> validity = gbf::test::random_validity(64, 62);
+  for (std::size_t first_bit = 0; first_bit + 8 <= 64; ++first_bit) {
+    unsigned expected = 0;
+    for (unsigned lane = 0; lane < 8; ++lane)
+      expected |= (key_valid(validity.data(), first_bit, lane) ? 1u : 0u) << lane;
+    EXPECT_EQ(cpu::key_loop_detail::valid_lanes(validity.data(), first_bit), expected)
+        << "first bit " << first_bit;
+  }
+  EXPECT_EQ(cpu::key_loop_detail::valid_lanes(nullptr, 5), 0xffu);
+}
+
+// Two threads with AVX-512 add by owned walks (each thread reads the batch and
+// writes half of the blocks): words and is_new answers must be the sequential
+// loop's for both key widths, both AVX-512 block sizes, block counts that
+// split evenly, unevenly and into single blocks, batch sizes just past the
+// threading threshold (2 x 2^16 keys) with every kind of tail, and nulls.
+TEST(CpuBackend, TwoThreadAddByOwnedWalksMatchesTheSequentialLoop) {
+  if (!cpu_has_avx512()) GTEST_SKIP() << "this CPU has no AVX-512 F and DQ; the owned walks cannot run";
+  const std::size_t threshold = std::size_t{2} << 16;
+  for (const layout& shape : all_geometries()) {
+    if (shape.words_per_block < 8 || (shape.bits_per_key != shape.words_per_block && shape.bits_per_key != 32))
+      continue;
+    for (std::uint64_t blocks : {2ull, 3ull, 4093ull, 100000ull}) {
+      const layout l = with_blocks(shape, blocks);
+      for (std::size_t extra : {0, 1, 7, 129}) {
+        check_matches_scalar<std::uint32_t>(l, cpu_simd::avx512, threshold + extra, 2);
+        check_matches_scalar<std::uint64_t>(l, cpu_simd::avx512, threshold + extra, 2);
+      }
+    }
+  }
+}
+
 TEST(CpuBackend, FourThreadsGiveTheSameBitsAsOne) {
   std::vector<cpu_simd> kernels = {cpu_has_avx2() ? cpu_simd::avx2 : cpu_simd::scalar};
   if (cpu_has_avx512()) kernels.push_back(cpu_simd::avx512);  // its partition hashes 8 keys at once
@@ -358,7 +462,8 @@ TEST(CpuBackend, AddNewAnswersLikeTheSequentialLoop) {
 // sort. 2..6 threads cover both, a batch of several chunks covers the chunk
 // loop, and an Arrow validity bitmap covers the null-skipping paths: the
 // words and the is_new answers must be those of the sequential loop, and
-// nulls must be answered false.
+// nulls must be answered false. Where AVX-512 runs, 2 threads take owned
+// walks instead; the AVX2 kernels keep the 2-owner partition under test there.
 TEST(CpuBackend, ThreadedAddWithNullsOverManyChunksAnswersLikeTheSequentialLoop) {
   const layout l = with_blocks(all_geometries().front(), 4093);  // few blocks: many repeats
   const std::size_t n = 600'001;                                 // 3 chunks
@@ -371,9 +476,12 @@ TEST(CpuBackend, ThreadedAddWithNullsOverManyChunksAnswersLikeTheSequentialLoop)
   std::vector<bool> expected(n);
   for (std::size_t i = 0; i < n; ++i)
     expected[i] = key_valid(batch.validity, batch.validity_bit, i) && reference.add(keys[i]);
+  std::vector<cpu_simd> kernels = {cpu_simd::automatic};
+  if (cpu_has_avx512()) kernels.push_back(cpu_simd::avx2);
+  for (const cpu_simd simd : kernels)
   for (const unsigned threads : {2u, 3u, 4u, 5u, 6u}) {
-    SCOPED_TRACE("threads=" + std::to_string(threads));
-    auto filter = make(l, cpu_simd::automatic, threads);
+    SCOPED_TRACE("threads=" + std::to_string(threads) + (simd == cpu_simd::avx2 ? " avx2" : ""));
+    auto filter = make(l, simd, threads);
     answers is_new = gbf::test::bools(n);
     filter->add(batch, is_new.get(), sync_call);
     std::size_t mismatches = 0;
@@ -383,7 +491,7 @@ TEST(CpuBackend, ThreadedAddWithNullsOverManyChunksAnswersLikeTheSequentialLoop)
     EXPECT_EQ(words_of(*filter, l), reference.words);
 
     // add without is_new: this small filter takes the private-copy road.
-    auto plain = make(l, cpu_simd::automatic, threads);
+    auto plain = make(l, simd, threads);
     plain->add(batch, nullptr, sync_call);
     EXPECT_EQ(words_of(*plain, l), reference.words);
     const answers found = contains_of(*plain, keys);
@@ -419,13 +527,18 @@ void expect_two_plain_adds_give_the_sequential_bits(std::uint64_t filter_bytes, 
       if (key_valid(batch.validity, batch.validity_bit, i)) reference.add(first[i]);
     const std::vector<std::uint32_t> after_first = reference.words;
     for (const Key key : second) reference.add(key);
-    for (const unsigned threads : thread_counts) {
-      SCOPED_TRACE("threads=" + std::to_string(threads));
-      auto filter = make(l, cpu_simd::automatic, threads);
-      filter->add(batch, nullptr, sync_call);
-      EXPECT_EQ(words_of(*filter, l), after_first);
-      add_to(*filter, second);
-      EXPECT_EQ(words_of(*filter, l), reference.words);
+    // Where AVX-512 runs, 2 threads take owned walks; AVX2 keeps the partition under test.
+    std::vector<cpu_simd> kernels = {cpu_simd::automatic};
+    if (cpu_has_avx512()) kernels.push_back(cpu_simd::avx2);
+    for (const cpu_simd simd : kernels) {
+      for (const unsigned threads : thread_counts) {
+        SCOPED_TRACE("threads=" + std::to_string(threads) + (simd == cpu_simd::avx2 ? " avx2" : ""));
+        auto filter = make(l, simd, threads);
+        filter->add(batch, nullptr, sync_call);
+        EXPECT_EQ(words_of(*filter, l), after_first);
+        add_to(*filter, second);
+        EXPECT_EQ(words_of(*filter, l), reference.words);
+      }
     }
   }
 }
