@@ -38,9 +38,10 @@
 // bits and answers as the sequential loop, no scratch, no barrier, no
 // cross-thread hand-over of hashes). Every thread hashes every key, so this
 // pays while the hash is cheap against a key's visit: on the 2-vCPU Zen 5
-// EPYC it took the 2-thread add from 0.43-0.54 of 2x one thread's keys/s at 16
-// MiB to about 0.6-0.7, and at 128 MiB from 0.65-0.74 to about 0.9 (docs/cpu.md);
-// beyond 2 threads, unmeasured, the partition keeps the work per key flat.
+// EPYC, 2-thread add against the partition, ns/key, 16 MiB filter, 10^6
+// keys: 1.04-1.05 against 1.62-1.65 (one thread: 1.23); 128 MiB, 10^6 and
+// 10^7 keys: 1.76-1.80 against 1.94-2.06 (one thread: 2.48-2.60; docs/cpu.md).
+// Beyond 2 threads, unmeasured, the partition keeps the work per key flat.
 // Plain add takes a cheaper road where private copies pay (copies_pay):
 // threads 1..T-1 each add their key range into a zeroed private copy of the
 // bit array, thread 0 into the filter, and then the copies are ORed in, split
@@ -193,12 +194,12 @@ constexpr unsigned max_fused_owners = 4;
 
 /// Threads up to which add reads the whole batch in each thread, keeping the
 /// keys of its own blocks (add_in_owned_walks), rather than partitioning it,
-/// where keys hash eight at a time. Each thread then hashes every key (about
-/// 0.5 ns a key on the Zen 5 EPYC) and visits 1/T of them, so the walks pay
-/// while T times the hash stays small against a key's visit: on that 2-vCPU
-/// host, 2 threads reached 0.85-0.93 of 2x one thread's keys/s at 128 MiB
-/// where the partition reached 0.65-0.74 (docs/cpu.md). More threads are not
-/// measured and keep the partition, whose work per key does not grow with T.
+/// where keys hash eight at a time. Each thread then walks every key (about
+/// 0.5 ns a key on the Zen 5 EPYC: hash, owner test, compress) and visits 1/T
+/// of them, so the walks pay while T walks stay small against a key's visit:
+/// on that 2-vCPU host 2 threads' add took 0.64-0.90x the partition's time
+/// (see the top of the file). More threads are not measured and keep the
+/// partition, whose work per key does not grow with T.
 constexpr unsigned max_owned_walk_threads = 2;
 
 /// Owners are bytes in the partition's scratch.

@@ -123,22 +123,24 @@ struct key_hashes_x8 {
     _mm512_storeu_si512(blocks, block_index_x8(h, num_blocks));
   }
   /// Hashes keys i..i + 7 and keeps those of `lanes` (bit l: key i + l is not
-  /// null) whose block lies in `owned`: their hashes, blocks and batch indices,
-  /// in key order, go to hashes[0..], blocks[0..] and, unless it is null,
-  /// indices[0..] (eight slots of each are written: those past the kept ones
-  /// get zeros). Returns how many were kept.
-  GBF_TARGET_AVX512 unsigned hash8_owned(std::size_t i, std::uint64_t num_blocks, block_span owned,
-                                         unsigned lanes, std::uint64_t* hashes, std::uint64_t* blocks,
-                                         std::uint64_t* indices) const {
+  /// null) whose hash's high half lies in `owned` (owned_high_span: exactly the
+  /// hashes of a block span): their hashes and, unless `indices` is null, batch
+  /// indices, in key order, go to hashes[0..] and indices[0..] (eight slots of
+  /// each are written: those past the kept ones get zeros). Returns how many
+  /// were kept.
+  GBF_TARGET_AVX512 unsigned hash8_owned(std::size_t i, high_span owned, unsigned lanes,
+                                         std::uint64_t* hashes, std::uint64_t* indices) const {
     const __m512i h = hash8(i);
-    const __m512i block = block_index_x8(h, num_blocks);
-    // first <= block < first + count as one unsigned compare.
+    // first <= h >> 32 < first + count as one unsigned compare; no block index
+    // (a multiply) for the keys the thread drops.
     const __mmask8 keep = _mm512_mask_cmplt_epu64_mask(
-        static_cast<__mmask8>(lanes), _mm512_sub_epi64(block, splat64(owned.first)), splat64(owned.count));
-    const __m512i index = _mm512_add_epi64(splat64(i), _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
+        static_cast<__mmask8>(lanes), _mm512_sub_epi64(shr64_x8(h, 32), splat64(owned.first)),
+        splat64(owned.count));
     _mm512_storeu_si512(hashes, _mm512_maskz_compress_epi64(keep, h));
-    _mm512_storeu_si512(blocks, _mm512_maskz_compress_epi64(keep, block));
-    if (indices != nullptr) _mm512_storeu_si512(indices, _mm512_maskz_compress_epi64(keep, index));
+    if (indices != nullptr) {
+      const __m512i index = _mm512_add_epi64(splat64(i), _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
+      _mm512_storeu_si512(indices, _mm512_maskz_compress_epi64(keep, index));
+    }
     return static_cast<unsigned>(__builtin_popcount(keep));
   }
 };

@@ -13,6 +13,7 @@
 #include "gbf/hash.hpp"
 #include "gbf/keys.hpp"
 #include "gbf/layout.hpp"
+#include "host/cpu/block_owner.hpp"
 
 namespace gbf::detail::cpu {
 
@@ -81,6 +82,26 @@ struct block_span {
   std::uint64_t first;
   std::uint64_t count;
 };
+
+/// The hashes h whose high half x = h >> 32 has first <= x < first + count.
+struct high_span {
+  std::uint64_t first;
+  std::uint64_t count;
+};
+
+/// The hashes whose block, block_index(h, num_blocks) = (x * num_blocks) >> 32
+/// with x = h >> 32, lies in `blocks`: that block is >= b exactly when x *
+/// num_blocks >= b * 2^32, so the span starts at ceil(first * 2^32 /
+/// num_blocks) and ends where the first block past it starts (2^32 for the
+/// last block).
+inline high_span owned_high_span(block_span blocks, std::uint64_t num_blocks) {
+  const auto first_high = [num_blocks](std::uint64_t block) {
+    // In 128 bits: b * 2^32 passes 2^64 for b = 2^32.
+    return static_cast<std::uint64_t>(((static_cast<uint128>(block) << 32) + num_blocks - 1) / num_blocks);
+  };
+  const std::uint64_t first = first_high(blocks.first);
+  return {first, first_high(blocks.first + blocks.count) - first};
+}
 
 /// How many keys ahead of the one being visited the loop hashes and prefetches.
 /// A filter larger than the caches costs one DRAM miss per key; keeping many
@@ -265,8 +286,8 @@ template <class Hashes, class = void>
 struct hashes_owned : std::false_type {};
 template <class Hashes>
 struct hashes_owned<Hashes, std::void_t<decltype(std::declval<const Hashes&>().hash8_owned(
-                                std::size_t{}, std::uint64_t{}, block_span{}, 0u, nullptr,
-                                nullptr, nullptr))>> : std::true_type {};
+                                std::size_t{}, high_span{}, 0u, nullptr, nullptr))>>
+    : std::true_type {};
 
 /// The validity bits of keys i..i + 7 (all eight exist), key i's at first_bit, as bits 0..7.
 inline unsigned valid_lanes(const std::uint8_t* validity, std::size_t first_bit) {
@@ -285,8 +306,9 @@ inline unsigned valid_lanes(const std::uint8_t* validity, std::size_t first_bit)
 /// of visits. Each tile keeps a varying number of keys (about 8 / T of T
 /// threads'), so a loop that visited after every tile would mispredict its
 /// exit every tile; visiting after a group of 16 tiles costs that once per
-/// 128 keys (2-vCPU Zen 5 EPYC, 16 MiB filter, 10^6 keys, 2 threads: 2.9
-/// ns/key visiting after every tile, 1.2 after every 16; docs/cpu.md).
+/// 128 keys (2-vCPU Zen 5 EPYC, 16 MiB filter, 10^6 keys, 2 threads, a
+/// throwaway harness: 2.9 ns/key visiting after every tile, 1.4 after every
+/// 4, 1.2 after every 16; docs/cpu.md).
 inline constexpr std::size_t owned_group_tiles = 16;
 
 /// Calls visit(i, hash, block_address) (or visit(hash, block_address), where
@@ -315,7 +337,7 @@ void for_each_owned_key(const key_range<Hashes>& range, block_span owned,
   // A tile written at a slot near the end spills into the tile slots past it,
   // which are then copied to the front.
   std::uint64_t ring_hash[capacity + tile];
-  std::uint64_t ring_block[capacity + tile];
+  std::uint64_t ring_block[capacity];
   std::uint64_t ring_index[capacity + tile];
   // add needs no index (keeping one costs a compress and a store a tile: 5% of
   // a 2-thread add at 16 MiB); add with is_new answers by it.
@@ -326,7 +348,9 @@ void for_each_owned_key(const key_range<Hashes>& range, block_span owned,
   const std::uint8_t* const validity = range.validity;
   const std::size_t validity_bit = range.validity_bit;
   const std::size_t end = range.end;
+  const high_span owned_high = owned_high_span(owned, num_blocks);
   // Ring positions counted from the walk's start: pushed >= prefetched >= visited.
+  // A tile pushes hashes (and indices); the prefetch round adds their blocks.
   std::size_t pushed = 0, prefetched = 0, visited = 0;
   const auto visit_position = [&](std::size_t position) {
     const std::size_t slot = position % capacity;
@@ -342,12 +366,11 @@ void for_each_owned_key(const key_range<Hashes>& range, block_span owned,
       const std::size_t slot = pushed % capacity;
       hash_of.prefetch(i + key_prefetch_distance);
       const unsigned lanes = key_loop_detail::valid_lanes(validity, validity_bit + i);
-      const unsigned kept = hash_of.hash8_owned(i, num_blocks, owned, lanes, ring_hash + slot,
-                                                ring_block + slot, keeps_index ? ring_index + slot : nullptr);
+      const unsigned kept = hash_of.hash8_owned(i, owned_high, lanes, ring_hash + slot,
+                                                keeps_index ? ring_index + slot : nullptr);
       if (slot + kept > capacity) {
         for (std::size_t j = 0; j < tile; ++j) {
           ring_hash[j] = ring_hash[capacity + j];
-          ring_block[j] = ring_block[capacity + j];
           if constexpr (keeps_index) ring_index[j] = ring_index[capacity + j];
         }
       }
@@ -356,15 +379,16 @@ void for_each_owned_key(const key_range<Hashes>& range, block_span owned,
     for (; i < group_end; ++i) {  // the batch's last keys, fewer than a tile
       if (!key_valid(validity, validity_bit, i)) continue;
       const std::uint64_t h = hash_of(i);
-      const std::uint64_t block = block_index(h, num_blocks);
-      if (block - owned.first >= owned.count) continue;
+      if ((h >> 32) - owned_high.first >= owned_high.count) continue;
       const std::size_t slot = pushed++ % capacity;
       ring_hash[slot] = h;
-      ring_block[slot] = block;
       if constexpr (keeps_index) ring_index[slot] = i;
     }
-    for (; prefetched < pushed; ++prefetched)
-      key_loop_detail::prefetch_lines(address_of(ring_block[prefetched % capacity]), prefetch_bytes);
+    for (; prefetched < pushed; ++prefetched) {
+      const std::size_t slot = prefetched % capacity;
+      ring_block[slot] = block_index(ring_hash[slot], num_blocks);
+      key_loop_detail::prefetch_lines(address_of(ring_block[slot]), prefetch_bytes);
+    }
     for (; pushed - visited > d; ++visited) visit_position(visited);
   }
   for (; visited < pushed; ++visited) visit_position(visited);
