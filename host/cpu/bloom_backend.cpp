@@ -40,7 +40,8 @@
 // pays while the hash is cheap against a key's visit: on the 2-vCPU Zen 5
 // EPYC, 2-thread add against the partition, ns/key, 16 MiB filter, 10^6
 // keys: 1.04-1.05 against 1.62-1.65 (one thread: 1.23); 128 MiB, 10^6 and
-// 10^7 keys: 1.76-1.80 against 1.94-2.06 (one thread: 2.48-2.60; docs/cpu.md).
+// 10^7 keys: 1.76-1.80 against 1.94-2.06 (one thread: 2.48-2.60; docs/cpu.md;
+// 1.70-1.74 since they test the hash's high half).
 // Beyond 2 threads, unmeasured, the partition keeps the work per key flat.
 // Plain add takes a cheaper road where private copies pay (copies_pay):
 // threads 1..T-1 each add their key range into a zeroed private copy of the
@@ -61,7 +62,9 @@
 // 6.2-6.4 against 7.0-7.3 at 10^8 keys; it does not reach 2x one thread
 // there, as the two copies together fill the L3. The copies are kept between
 // calls, at most private_copies_max_total_bytes of them (the partition's
-// scratch for such a batch is 64 MiB).
+// scratch for such a batch is 64 MiB). Where owned walks run, they take the
+// plain adds of filters past a core's L2 as well: there they ran as fast as
+// the copies (within 5% either way, 2-32 MiB), without the copies' memory.
 //
 // Earlier designs: every thread read the hashes of the whole batch and kept
 // the keys of its blocks, a pass over all keys each, so 2 threads ran slower
@@ -388,11 +391,15 @@ class cpu_bloom final : public bloom_backend {
       run_keys(op, keys, results, 1);
       return;
     }
-    if (op == kernel_op::add && copies_pay(keys.count, parts)) {
+    const bool walks = parts <= max_owned_walk_threads && owned_walks_run(keys);
+    if (op == kernel_op::add && copies_pay(keys.count, parts, walks)) {
       add_with_private_copies(keys, parts);
       return;
     }
-    if (parts <= max_owned_walk_threads && add_in_owned_walks(op, keys, results, parts)) return;
+    if (walks) {
+      add_in_owned_walks(op, keys, results, parts);
+      return;
+    }
     const bool ran = with_partition_hashes(keys, [&](const auto& hash_of) {
       using Hashes = std::decay_t<decltype(hash_of)>;
       const bool answers = results != nullptr;
@@ -517,37 +524,45 @@ class cpu_bloom final : public bloom_backend {
     }
   }
 
+  /// Whether this filter's kernels have owned walks for the batch's keys
+  /// (AVX-512, integer keys: they hash eight keys at once).
+  bool owned_walks_run(const key_batch& keys) const {
+    return (keys.kind == key_kind::u64 && kernels_.u64_owned != nullptr) ||
+           (keys.kind == key_kind::u32 && kernels_.u32_owned != nullptr);
+  }
+
   /// add / add_new on `parts` threads that each read the whole batch and write
-  /// only the keys of their own block range (cpu::for_each_owned_key), where the
-  /// kernels hash eight keys at once (AVX-512, integer keys); returns false,
-  /// having done nothing, where they do not. Thread p owns the blocks
-  /// [B p / T, B (p + 1) / T) and visits their keys in batch order, so the
-  /// bits and is_new answers are the sequential loop's. A thread that cannot
-  /// be started leaves its blocks to the calling thread.
-  bool add_in_owned_walks(kernel_op op, const key_batch& keys, bool* results, unsigned parts) {
-    const auto owned_kernel = [&](const auto& kernel, auto hash_of) {
+  /// only the keys of their own block range (cpu::for_each_owned_key); only
+  /// where owned_walks_run(keys). Thread p owns the blocks [B p / T, B (p + 1)
+  /// / T) and visits their keys in batch order, so the bits and is_new answers
+  /// are the sequential loop's. A thread that cannot be started leaves its
+  /// blocks to the calling thread.
+  void add_in_owned_walks(kernel_op op, const key_batch& keys, bool* results, unsigned parts) {
+    const auto walk_all = [&](const auto& kernel, const auto& hash_of) {
       cpu::run_in_parts(parts, layout_.num_blocks, [&](unsigned, std::uint64_t first, std::uint64_t end) {
         kernel(job(op, hash_of, 0, keys.count, results, nullptr, keys), cpu::block_span{first, end - first});
       });
-      return true;
     };
-    return cpu::with_hashes(keys, layout_.seed, [&](auto hash_of) {
-      using Hashes = decltype(hash_of);
+    cpu::with_hashes(keys, layout_.seed, [&](const auto& hash_of) {
+      using Hashes = std::decay_t<decltype(hash_of)>;
       if constexpr (std::is_same_v<Hashes, cpu::key_hashes<std::uint64_t>>) {
-        if (kernels_.u64_owned != nullptr) return owned_kernel(kernels_.u64_owned, hash_of);
+        walk_all(kernels_.u64_owned, hash_of);
       } else if constexpr (std::is_same_v<Hashes, cpu::key_hashes<std::uint32_t>>) {
-        if (kernels_.u32_owned != nullptr) return owned_kernel(kernels_.u32_owned, hash_of);
+        walk_all(kernels_.u32_owned, hash_of);
       }
-      return false;
     });
   }
 
   /// Whether a plain add of `keys` keys on `parts` threads takes private
-  /// copies rather than the partition (see the top of the file).
-  bool copies_pay(std::uint64_t keys, unsigned parts) const {
+  /// copies rather than the partition or, where `walks`, the owned walks (see
+  /// the top of the file). Past private_copy_max_bytes the owned walks ran as
+  /// fast as the copies (2 threads, 2-32 MiB, 10^6-2 x 10^7 keys: within 5%
+  /// either way, docs/cpu.md) without their memory, so they take those adds.
+  bool copies_pay(std::uint64_t keys, unsigned parts, bool walks) const {
     const std::uint64_t copy_bytes = layout_.size_bytes() * (parts - 1);
     if (copy_bytes > private_copies_max_total_bytes) return false;
-    return layout_.size_bytes() <= private_copy_max_bytes || keys * copy_bytes_per_key >= copy_bytes;
+    if (layout_.size_bytes() <= private_copy_max_bytes) return true;
+    return !walks && keys * copy_bytes_per_key >= copy_bytes;
   }
 
   /// Plain add on `parts` threads with private copies: key range p goes into
