@@ -539,9 +539,11 @@ class cpu_bloom final : public bloom_backend {
   /// blocks to the calling thread.
   void add_in_owned_walks(kernel_op op, const key_batch& keys, bool* results, unsigned parts) {
     const auto walk_all = [&](const auto& kernel, const auto& hash_of) {
-      cpu::run_in_parts(parts, layout_.num_blocks, [&](unsigned, std::uint64_t first, std::uint64_t end) {
-        kernel(job(op, hash_of, 0, keys.count, results, nullptr, keys), cpu::block_span{first, end - first});
-      });
+      const auto whole_batch = job(op, hash_of, 0, keys.count, results, nullptr, keys);
+      cpu::run_in_parts(parts, layout_.num_blocks,
+                        [&](unsigned, std::uint64_t first, std::uint64_t end) {
+                          kernel(whole_batch, cpu::block_span{first, end - first});
+                        });
     };
     cpu::with_hashes(keys, layout_.seed, [&](const auto& hash_of) {
       using Hashes = std::decay_t<decltype(hash_of)>;

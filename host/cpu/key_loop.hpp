@@ -97,7 +97,8 @@ struct high_span {
 inline high_span owned_high_span(block_span blocks, std::uint64_t num_blocks) {
   const auto first_high = [num_blocks](std::uint64_t block) {
     // In 128 bits: b * 2^32 passes 2^64 for b = 2^32.
-    return static_cast<std::uint64_t>(((static_cast<uint128>(block) << 32) + num_blocks - 1) / num_blocks);
+    const uint128 scaled = static_cast<uint128>(block) << 32;
+    return static_cast<std::uint64_t>((scaled + num_blocks - 1) / num_blocks);
   };
   const std::uint64_t first = first_high(blocks.first);
   return {first, first_high(blocks.first + blocks.count) - first};
@@ -313,12 +314,12 @@ inline constexpr std::size_t owned_group_tiles = 16;
 
 /// Calls visit(i, hash, block_address) (or visit(hash, block_address), where
 /// the visit takes no index: the walk then keeps none) for each non-null key
-/// i of the range whose block lies in `owned`, in batch order, with the blocks of the owned
-/// keys ahead prefetched: the walk of a thread that owns a block range and
-/// reads the whole batch (the plain filter's two-thread add). Keys are hashed
-/// eight at a time and the kept ones compressed into a ring; after each group
-/// of tiles the new ring entries are prefetched, and the entries more than
-/// the prefetch distance behind the newest are visited.
+/// i of the range whose block lies in `owned`, in batch order, with the
+/// blocks of the owned keys ahead prefetched: the walk of a thread that owns
+/// a block range and reads the whole batch (the plain filter's two-thread
+/// add). Keys are hashed eight at a time and the kept ones compressed into a
+/// ring; after each group of tiles the new ring entries are prefetched, and
+/// the entries more than the prefetch distance behind the newest are visited.
 template <block_access Access, class Hashes, class AddressOf, class Visit>
 void for_each_owned_key(const key_range<Hashes>& range, block_span owned,
                         const AddressOf& address_of, const Visit& visit,
@@ -342,7 +343,8 @@ void for_each_owned_key(const key_range<Hashes>& range, block_span owned,
   // add needs no index (keeping one costs a compress and a store a tile: 5% of
   // a 2-thread add at 16 MiB); add with is_new answers by it.
   using address = decltype(address_of(std::uint64_t{0}));
-  constexpr bool keeps_index = std::is_invocable_v<const Visit&, std::size_t, std::uint64_t, address>;
+  constexpr bool keeps_index =
+      std::is_invocable_v<const Visit&, std::size_t, std::uint64_t, address>;
   const Hashes hash_of = range.hash_of;
   const std::uint64_t num_blocks = range.num_blocks;
   const std::uint8_t* const validity = range.validity;
@@ -355,7 +357,8 @@ void for_each_owned_key(const key_range<Hashes>& range, block_span owned,
   const auto visit_position = [&](std::size_t position) {
     const std::size_t slot = position % capacity;
     if constexpr (keeps_index) {
-      visit(static_cast<std::size_t>(ring_index[slot]), ring_hash[slot], address_of(ring_block[slot]));
+      visit(static_cast<std::size_t>(ring_index[slot]), ring_hash[slot],
+            address_of(ring_block[slot]));
     } else {
       visit(ring_hash[slot], address_of(ring_block[slot]));
     }

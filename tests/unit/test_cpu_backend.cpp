@@ -21,6 +21,7 @@
 #include "host/bloom_backend.hpp"
 #include "host/cpu/block_owner.hpp"
 #include "host/cpu/hash_x8.hpp"
+#include "host/cpu/threads.hpp"
 
 namespace gbf::detail {
 namespace {
@@ -345,7 +346,9 @@ TEST(CpuBackend, OwnedWalkVisitsExactlyTheKeysOfItsBlocksInBatchOrder) {
         std::vector<visit_record> unindexed;
         cpu::for_each_owned_key<cpu::block_access::write>(
             range, span, address_of,
-            [&](std::uint64_t h, const std::uint32_t* block) { unindexed.push_back({0, h, block_at(block)}); });
+            [&](std::uint64_t h, const std::uint32_t* block) {
+              unindexed.push_back({0, h, block_at(block)});
+            });
         ASSERT_EQ(unindexed.size(), expected.size());
         for (std::size_t j = 0; j < expected.size(); ++j) {
           ASSERT_EQ(unindexed[j].hash, expected[j].hash) << "visit " << j;
@@ -357,6 +360,37 @@ TEST(CpuBackend, OwnedWalkVisitsExactlyTheKeysOfItsBlocksInBatchOrder) {
 #else
   GTEST_SKIP() << "not an x86 build; there is no owned walk";
 #endif
+}
+
+// The owned walk tests a hash's high half against a span in hash space, not
+// its block against the block span: the two must keep exactly the same hashes,
+// for every block count (1 to 2^32, where b * 2^32 needs 128 bits) and for
+// spans that split the blocks into 2 or 3 parts, at the spans' edges and at
+// random.
+TEST(CpuBackend, OwnedHighSpanHoldsExactlyTheHashesOfItsBlocks) {
+  std::mt19937_64 rng(63);
+  for (const std::uint64_t num_blocks :
+       {1ull, 2ull, 3ull, 1000ull, (1ull << 20) + 7, (1ull << 32) - 1, 1ull << 32}) {
+    for (const unsigned parts : {1u, 2u, 3u}) {
+      for (unsigned part = 0; part < parts; ++part) {
+        const std::uint64_t first = cpu::part_begin(num_blocks, parts, part);
+        const cpu::block_span blocks{first, cpu::part_begin(num_blocks, parts, part + 1) - first};
+        const cpu::high_span high = cpu::owned_high_span(blocks, num_blocks);
+        SCOPED_TRACE(std::to_string(num_blocks) + " blocks, part " + std::to_string(part) + " of " +
+                     std::to_string(parts));
+        std::vector<std::uint64_t> highs = {0, 0xffffffffull, high.first, high.first + high.count};
+        if (high.first > 0) highs.push_back(high.first - 1);
+        for (int r = 0; r < 2000; ++r) highs.push_back(rng() >> 32);
+        for (const std::uint64_t x : highs) {
+          if (x > 0xffffffffull) continue;  // past the last span's end: no hash has it
+          const std::uint64_t h = (x << 32) | (rng() & 0xffffffffull);
+          const std::uint64_t block = block_index(h, num_blocks);
+          const bool in_blocks = block - blocks.first < blocks.count;
+          ASSERT_EQ((h >> 32) - high.first < high.count, in_blocks) << "high half " << x;
+        }
+      }
+    }
+  }
 }
 
 TEST(CpuBackend, ValidLanesAreTheEightValidityBitsFromAnyOffset) {
