@@ -408,8 +408,10 @@ TEST(CpuBackend, ValidLanesAreTheEightValidityBitsFromAnyOffset) {
 // Two threads with AVX-512 add by owned walks (each thread reads the batch and
 // writes half of the blocks): words and is_new answers must be the sequential
 // loop's for both key widths, both AVX-512 block sizes, block counts that
-// split evenly, unevenly and into single blocks, batch sizes just past the
-// threading threshold (2 x 2^16 keys) with every kind of tail, and nulls.
+// split evenly, unevenly and into single blocks, and batch sizes just past
+// the threading threshold (2 x 2^16 keys) with every kind of tail. (Nulls on
+// this road: the threaded add_new and plain-add tests below, whose automatic
+// kernels take it where AVX-512 runs.)
 TEST(CpuBackend, TwoThreadAddByOwnedWalksMatchesTheSequentialLoop) {
   if (!cpu_has_avx512()) GTEST_SKIP() << "this CPU has no AVX-512 F and DQ; the owned walks cannot run";
   const std::size_t threshold = std::size_t{2} << 16;
