@@ -9,6 +9,16 @@ namespace gbf::detail::cpu {
 
 __extension__ typedef unsigned __int128 uint128;  // GCC and Clang; -Wpedantic-clean
 
+/// The least hash high half x = h >> 32 whose block, (x * num_blocks) >> 32,
+/// is `block` or later: that block is >= b exactly when x * num_blocks >= b *
+/// 2^32, so x = ceil(b * 2^32 / num_blocks) (2^32 for b = num_blocks: no
+/// hash). A test on x alone (no multiply) then gives every hash of a block the
+/// block's side of the bound. In 128 bits: b * 2^32 passes 2^64 for b = 2^32.
+inline std::uint64_t first_hash_high_of_block(std::uint64_t block, std::uint64_t num_blocks) {
+  const uint128 scaled = static_cast<uint128>(block) << 32;
+  return static_cast<std::uint64_t>((scaled + num_blocks - 1) / num_blocks);
+}
+
 /// Which of `parts` threads owns block b of num_blocks: floor(b * parts /
 /// num_blocks) without a division per key (a 64-bit fixed-point reciprocal,
 /// rounded down, so the owner is always < parts). It depends on the block only
@@ -34,14 +44,10 @@ struct block_owner {
     return b < num_blocks ? static_cast<std::uint64_t>(b) : num_blocks;
   }
 
-  /// The same boundary in hash space: the least high half x = h >> 32 whose
-  /// block, (x * num_blocks) >> 32, is first_block(o) or later. That block is
-  /// >= B exactly when x * num_blocks >= B * 2^32, so the bound is
-  /// ceil(first_block(o) * 2^32 / num_blocks), and an owner test on x (no
-  /// multiply at all) gives every hash of a block the block's owner.
+  /// The same boundary in hash space (first_hash_high_of_block), so that an
+  /// owner test on a hash's high half gives every hash of a block the block's owner.
   std::uint64_t first_hash_high(unsigned o, std::uint64_t num_blocks) const {
-    const uint128 scaled = static_cast<uint128>(first_block(o, num_blocks)) << 32;
-    return static_cast<std::uint64_t>((scaled + num_blocks - 1) / num_blocks);
+    return first_hash_high_of_block(first_block(o, num_blocks), num_blocks);
   }
 };
 

@@ -89,19 +89,12 @@ struct high_span {
   std::uint64_t count;
 };
 
-/// The hashes whose block, block_index(h, num_blocks) = (x * num_blocks) >> 32
-/// with x = h >> 32, lies in `blocks`: that block is >= b exactly when x *
-/// num_blocks >= b * 2^32, so the span starts at ceil(first * 2^32 /
-/// num_blocks) and ends where the first block past it starts (2^32 for the
-/// last block).
+/// The hashes whose block, block_index(h, num_blocks), lies in `blocks`: from
+/// the first high half of the span's first block to that of the block past it
+/// (first_hash_high_of_block, host/cpu/block_owner.hpp).
 inline high_span owned_high_span(block_span blocks, std::uint64_t num_blocks) {
-  const auto first_high = [num_blocks](std::uint64_t block) {
-    // In 128 bits: b * 2^32 passes 2^64 for b = 2^32.
-    const uint128 scaled = static_cast<uint128>(block) << 32;
-    return static_cast<std::uint64_t>((scaled + num_blocks - 1) / num_blocks);
-  };
-  const std::uint64_t first = first_high(blocks.first);
-  return {first, first_high(blocks.first + blocks.count) - first};
+  const std::uint64_t first = first_hash_high_of_block(blocks.first, num_blocks);
+  return {first, first_hash_high_of_block(blocks.first + blocks.count, num_blocks) - first};
 }
 
 /// How many keys ahead of the one being visited the loop hashes and prefetches.
