@@ -309,12 +309,12 @@ __attribute__((flatten)) GBF_TARGET_AVX512 void avx512_owned_range(
   };
   const auto keys = hashing_eight_at_a_time(job.keys);
   if (job.op == kernel_op::add) {
-    for_each_owned_key<block_access::write>(
+    for_each_owned_key(
         keys, owned, address_of,
         [k](std::uint64_t h, std::uint32_t* block) { block_kernel::add(block, h, k); });
   } else if (job.op == kernel_op::add_new) {
     bool* const results = job.results;
-    for_each_owned_key<block_access::write>(
+    for_each_owned_key(
         keys, owned, address_of, [k, results](std::size_t i, std::uint64_t h, std::uint32_t* block) {
           results[i] = block_kernel::add_new(block, h, k);
         });

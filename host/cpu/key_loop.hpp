@@ -111,19 +111,23 @@ inline high_span owned_high_span(block_span blocks, std::uint64_t num_blocks) {
 /// runs instead; 40 stays for the cores that run this one.)
 inline constexpr std::size_t prefetch_distance = 40;
 
-/// What a pass does to the blocks it visits: the tiled walk's distance depends on it.
+/// What a pass does to the blocks it visits: a writing pass over stored hashes
+/// prefetches further ahead (stored_write_distance).
 enum class block_access { read, write };
 
 /// How many keys ahead the tiled walk (eight keys hashed at once with
-/// AVX-512, below) prefetches. It visits a key beyond the caches in 3-5 ns
-/// instead of 5-7, so covering a miss's ~160 ns takes more keys; and the
-/// longer distance paid for writes but not for reads: on the 2-vCPU AMD
-/// EPYC (Zen 5), 128 MiB filter, 10^7 keys, best of 5, three rounds, ns/key,
+/// AVX-512, below) and the owned walk prefetch. They visit a key beyond the
+/// caches in 2.5-3 ns instead of 5-7, so covering a miss's ~160 ns takes more
+/// keys than the one-key walk's 40. Reads and writes now share it: on the
+/// 2-vCPU AMD EPYC (Zen 5), 128 MiB filter, 10^7 keys, best of 5, ns/key,
 /// add / contains at 40: 5.1 / 5.4-5.7; 64: 4.2-4.4 / 4.1-4.2; 96: 3.4 /
-/// 4.4-4.5; 128: 3.2-3.3 / 4.5 (docs/cpu.md). Multiples of 8: a tile never
-/// wraps the ring.
-template <block_access Access>
-inline constexpr std::size_t tiled_prefetch_distance = Access == block_access::write ? 128 : 64;
+/// 4.4-4.5; 128: 3.2-3.3 / 4.5 (session 13, when contains stayed at 64);
+/// once the walk also prefetched the batch's own lines (key_prefetch_distance)
+/// contains ran 3.68-3.73 at 64, 2.91-2.96 at 96, 2.56-2.61 at 128 and
+/// 2.53-2.85 at 192 (16 MiB, 10^6 keys: 1.33-1.55 / 1.26-1.30 / 1.25-1.26 /
+/// 1.23-1.24; 512 KiB 1.02-1.08 at every distance; session 15, docs/cpu.md).
+/// A multiple of 8: a tile never wraps the ring.
+inline constexpr std::size_t tiled_prefetch_distance = 128;
 
 /// How far ahead a writing pass over stored hashes (the threaded add's apply
 /// of its partition) prefetches: it hashes nothing, so it reaches the next
@@ -213,10 +217,10 @@ struct hashes_eight<Hashes, std::void_t<decltype(std::declval<const Hashes&>().h
 /// one hash8), each key of the tile then visiting the key d behind it. Key x
 /// always sits in slot (x - begin) mod d, as in the one-key walk: d is a
 /// multiple of 8 and a tile never wraps.
-template <block_access Access, class Hashes, class AddressOf, class Visit>
+template <class Hashes, class AddressOf, class Visit>
 inline void for_each_dense_key_x8(const key_range<Hashes>& range, const AddressOf& address_of,
                                   const Visit& visit, std::size_t prefetch_bytes) {
-  constexpr std::size_t d = tiled_prefetch_distance<Access>;
+  constexpr std::size_t d = tiled_prefetch_distance;
   constexpr std::size_t tile = 8;
   static_assert(d % tile == 0, "a tile of the ring must not wrap");
   using address = decltype(address_of(std::uint64_t{0}));
@@ -313,13 +317,13 @@ inline constexpr std::size_t owned_group_tiles = 16;
 /// add). Keys are hashed eight at a time and the kept ones compressed into a
 /// ring; after each group of tiles the new ring entries are prefetched, and
 /// the entries more than the prefetch distance behind the newest are visited.
-template <block_access Access, class Hashes, class AddressOf, class Visit>
+template <class Hashes, class AddressOf, class Visit>
 void for_each_owned_key(const key_range<Hashes>& range, block_span owned,
                         const AddressOf& address_of, const Visit& visit,
                         std::size_t prefetch_bytes = 64) {
   static_assert(key_loop_detail::hashes_owned<Hashes>::value,
                 "the owned walk needs a source that hashes eight keys at once");
-  constexpr std::size_t d = tiled_prefetch_distance<Access>;
+  constexpr std::size_t d = tiled_prefetch_distance;
   constexpr std::size_t tile = 8;
   constexpr std::size_t group = owned_group_tiles * tile;
   // Entries not yet visited: at most d after a round of visits, one group more
@@ -402,7 +406,7 @@ void for_each_key(const key_range<Hashes>& range, const AddressOf& address_of,
   if (range.begin >= range.end) return;
   if (range.validity == nullptr) {
     if constexpr (key_loop_detail::hashes_eight<Hashes>::value) {
-      key_loop_detail::for_each_dense_key_x8<Access>(range, address_of, visit, prefetch_bytes);
+      key_loop_detail::for_each_dense_key_x8(range, address_of, visit, prefetch_bytes);
     } else {
       constexpr bool applies_stored = std::is_same_v<Hashes, stored_hashes> && Access == block_access::write;
       key_loop_detail::for_each_dense_key<applies_stored ? stored_write_distance : prefetch_distance>(

@@ -335,7 +335,7 @@ TEST(CpuBackend, OwnedWalkVisitsExactlyTheKeysOfItsBlocksInBatchOrder) {
         const cpu::key_range<cpu::key_hashes_x8<std::uint64_t>> range{
             {keys.data(), seed}, 0, n, num_blocks, bits, bit0};
         std::vector<visit_record> seen;
-        cpu::for_each_owned_key<cpu::block_access::write>(
+        cpu::for_each_owned_key(
             range, span, address_of,
             [&](std::size_t i, std::uint64_t h, const std::uint32_t* block) {
               seen.push_back({i, h, block_at(block)});
@@ -344,7 +344,7 @@ TEST(CpuBackend, OwnedWalkVisitsExactlyTheKeysOfItsBlocksInBatchOrder) {
         ASSERT_TRUE(seen == expected);
         // Without an index (the visit add uses), the same hashes and blocks.
         std::vector<visit_record> unindexed;
-        cpu::for_each_owned_key<cpu::block_access::write>(
+        cpu::for_each_owned_key(
             range, span, address_of,
             [&](std::uint64_t h, const std::uint32_t* block) {
               unindexed.push_back({0, h, block_at(block)});
