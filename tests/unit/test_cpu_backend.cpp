@@ -265,8 +265,9 @@ TEST(CpuBackend, Avx512HashesEqualTheScalarHash) {
 #endif
 }
 
-// Batch sizes around the tile (8 keys) and the prefetch rings (64 keys for the
-// probes, 128 for add's n keys), so that every branch of the tiled walk runs:
+// Batch sizes around the tile (8 keys) and the prefetch ring (128 keys, for
+// probes and adds alike; 64 and 65 stay from when the probes' ring was 64),
+// so that every branch of the tiled walk runs:
 // no full tile, tiles but no full ring, a ring filled exactly, a full ring
 // with and without a tail of single keys; and threaded, so that ranges start
 // at keys that are not multiples of 8.
