@@ -315,8 +315,8 @@ inline constexpr std::size_t owned_group_tiles = 16;
 /// blocks of the owned keys ahead prefetched: the walk of a thread that owns
 /// a block range and reads the whole batch (the plain filter's two-thread
 /// add). Keys are hashed eight at a time and the kept ones compressed into a
-/// ring; after each group of tiles the new ring entries are prefetched, and
-/// the entries more than the prefetch distance behind the newest are visited.
+/// ring; after each group of tiles each new ring entry's block is prefetched
+/// as the entry the prefetch distance behind it is visited.
 template <class Hashes, class AddressOf, class Visit>
 void for_each_owned_key(const key_range<Hashes>& range, block_span owned,
                         const AddressOf& address_of, const Visit& visit,
@@ -349,7 +349,7 @@ void for_each_owned_key(const key_range<Hashes>& range, block_span owned,
   const std::size_t end = range.end;
   const high_span owned_high = owned_high_span(owned, num_blocks);
   // Ring positions counted from the walk's start: pushed >= prefetched >= visited.
-  // A tile pushes hashes (and indices); the prefetch round adds their blocks.
+  // A tile pushes hashes (and indices); the round after a group adds their blocks.
   std::size_t pushed = 0, prefetched = 0, visited = 0;
   const auto visit_position = [&](std::size_t position) {
     const std::size_t slot = position % capacity;
@@ -384,12 +384,16 @@ void for_each_owned_key(const key_range<Hashes>& range, block_span owned,
       ring_hash[slot] = h;
       if constexpr (keeps_index) ring_index[slot] = i;
     }
-    for (; prefetched < pushed; ++prefetched) {
+    // One visit per prefetch, as in the tiled walk: a group's prefetches in one
+    // burst, then its visits, made the walk of a thread owning half the blocks
+    // 16% (16 MiB) to 25% (128 MiB) slower (docs/cpu.md, session 16).
+    while (prefetched < pushed) {
       const std::size_t slot = prefetched % capacity;
       ring_block[slot] = block_index(ring_hash[slot], num_blocks);
       key_loop_detail::prefetch_lines(address_of(ring_block[slot]), prefetch_bytes);
+      ++prefetched;
+      if (prefetched - visited > d) visit_position(visited++);
     }
-    for (; pushed - visited > d; ++visited) visit_position(visited);
   }
   for (; visited < pushed; ++visited) visit_position(visited);
 }
