@@ -66,6 +66,10 @@ class bloom_backend {
 std::unique_ptr<bloom_backend> make_cpu_bloom(const layout& l, const options& opts,
                                               std::string* description);
 
+/// The kernels make_cpu_bloom(l, opts) runs: "scalar", "avx2" or "avx512".
+/// Throws as make_cpu_bloom does for a bad words_per_block or simd choice.
+const char* cpu_bloom_kernels(const layout& l, const options& opts);
+
 /// GPU backend of layout `l` on the current device, zeroed. Throws no_gpu when
 /// there is no usable GPU (or gbf was built without CUDA), allocation_error when
 /// the bit array does not fit. `description` (may be null) receives e.g.

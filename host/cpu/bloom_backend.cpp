@@ -940,5 +940,9 @@ std::unique_ptr<bloom_backend> make_cpu_bloom(const layout& l, const options& op
   return backend;
 }
 
+const char* cpu_bloom_kernels(const layout& l, const options& opts) {
+  return cpu::select_kernels(l.words_per_block, cpu::pick_cpu_isa(opts.simd)).isa;
+}
+
 }  // namespace detail
 }  // namespace gbf

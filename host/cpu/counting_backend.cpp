@@ -73,18 +73,15 @@ class cpu_counting final : public counting_backend {
         use_avx2_(use_avx2),
         counters_(cpu::allocate_words(counter_bytes(l, counter_bits), opts.cpu_huge_pages,
                                       "the CPU counting filter's counters")),
-        projection_(make_cpu_bloom(l, with_threads(opts, num_threads), &projection_description_)) {}
+        probe_kernels_(cpu_bloom_kernels(l, opts)),
+        projection_(make_cpu_bloom(l, with_threads(opts, num_threads), nullptr)) {}
 
   /// e.g. "cpu (avx2 counters, avx512 probes, 16 threads)": the kernels that run
   /// for this layout (the probes' are the projection's, a plain filter's).
   std::string description() const {
-    const std::string probes =
-        projection_description_.find("avx512") != std::string::npos ? "avx512"
-        : projection_description_.find("avx2") != std::string::npos ? "avx2"
-                                                                    : "scalar";
     const std::string counters =
         cpu::avx2_counters(layout_.words_per_block, use_avx2_) ? "avx2" : "scalar";
-    return "cpu (" + counters + " counters, " + probes + " probes, " +
+    return "cpu (" + counters + " counters, " + probe_kernels_ + " probes, " +
            std::to_string(num_threads_) + (num_threads_ == 1 ? " thread)" : " threads)");
   }
 
@@ -300,7 +297,7 @@ class cpu_counting final : public counting_backend {
   unsigned num_threads_;
   bool use_avx2_;  ///< the AVX2 counter kernel for W >= 8 (as the projection's probes)
   cpu::word_array counters_;
-  std::string projection_description_;
+  const char* probe_kernels_;  ///< the projection's kernels (cpu_bloom_kernels)
   std::unique_ptr<bloom_backend> projection_;  ///< The plain CPU filter the counters project to.
   cpu::owned_scratch owned_scratch_;  ///< threaded writes' partition, kept between calls
 };

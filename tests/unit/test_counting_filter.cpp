@@ -186,6 +186,19 @@ TEST(CountingFilter, Avx512RequestRunsTheAvx2CounterKernel) {
   EXPECT_EQ(g.description(), "cpu (avx2 counters, avx2 probes, 1 thread)");
 }
 
+// AVX2 serves blocks of 8 and 16 words, counters and probes alike; narrower
+// blocks run the scalar kernels even when AVX2 is asked for.
+TEST(CountingFilter, DescriptionNamesTheKernelsThatRunForEachBlockWidth) {
+  if (!cpu_has_avx2()) GTEST_SKIP() << "this CPU has no AVX2; only the scalar kernels can run";
+  for (const layout& g : test::all_geometries()) {
+    SCOPED_TRACE("words_per_block " + std::to_string(g.words_per_block));
+    const counting_filter f(test::with_blocks(g, 100), test::on_cpu(1, cpu_simd::avx2), 0, 4);
+    const std::string kernels = g.words_per_block >= 8 ? "avx2" : "scalar";
+    EXPECT_EQ(f.description(),
+              "cpu (" + kernels + " counters, " + kernels + " probes, 1 thread)");
+  }
+}
+
 TEST(CountingFilter, Avx2CounterKernelWritesAndAnswersLikeTheScalarOne) {
   if (!cpu_has_avx2()) GTEST_SKIP() << "this CPU has no AVX2; only the scalar kernel can run";
   std::uint64_t seed = 100;
