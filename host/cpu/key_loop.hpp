@@ -386,7 +386,7 @@ void for_each_owned_key(const key_range<Hashes>& range, block_span owned,
     }
     // One visit per prefetch, as in the tiled walk: a group's prefetches in one
     // burst, then its visits, made the walk of a thread owning half the blocks
-    // 16% (16 MiB) to 25% (128 MiB) slower (docs/cpu.md, session 16).
+    // about 17% (16 MiB) and 25% (128 MiB) slower (docs/cpu.md, session 16).
     while (prefetched < pushed) {
       const std::size_t slot = prefetched % capacity;
       ring_block[slot] = block_index(ring_hash[slot], num_blocks);
