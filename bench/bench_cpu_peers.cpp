@@ -101,11 +101,18 @@ double process_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
-/// Wall seconds of f(); adds its process CPU seconds to *cpu.
+/// Wall seconds of f(); adds its process CPU seconds to *cpu. The CPU clock is
+/// read while gbf's pool workers sleep: a thread's CPU time is brought up to
+/// date when it stops running (else at a scheduler tick, ms apart), and a
+/// worker spins up to 20 us after a call before it sleeps (host/cpu/
+/// thread_pool.cpp), which the CPU seconds then include.
 template <class F>
 double timed(F&& f, std::vector<double>& cpu) {
+  const auto workers_asleep = [] { std::this_thread::sleep_for(std::chrono::microseconds(500)); };
+  workers_asleep();
   const double cpu_start = process_cpu_seconds();
   const double wall = seconds_of(std::forward<F>(f));
+  workers_asleep();
   cpu.push_back(process_cpu_seconds() - cpu_start);
   return wall;
 }

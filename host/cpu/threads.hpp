@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gbf/keys.hpp"
+#include "host/cpu/thread_pool.hpp"
 #include "host/keys.hpp"
 
 namespace gbf::detail::cpu {
@@ -50,12 +51,20 @@ struct joined_threads {
 };
 
 /// Calls fn(part, begin, end) for each range [bounds[part], bounds[part + 1]):
-/// part 0 on the calling thread, the others on threads of their own. A thread
-/// that cannot be started leaves its part to the calling thread: the work is
-/// done either way.
+/// part 0 on the calling thread, the others on the process's thread_pool
+/// (where a worker starts late, the calling thread runs its part) or, where
+/// the pool cannot serve the call, on threads started for it. A thread that
+/// cannot be started leaves its part to the calling thread: the work is done
+/// either way.
 template <class Fn>
 void run_in_ranges(const std::vector<std::uint64_t>& bounds, const Fn& fn) {
   const auto parts = static_cast<unsigned>(bounds.size() - 1);
+  if (parts == 1) {
+    fn(0u, bounds[0], bounds[1]);
+    return;
+  }
+  const auto part_of = [&](unsigned part) { fn(part, bounds[part], bounds[part + 1]); };
+  if (thread_pool::instance().run(parts, part_of)) return;
   joined_threads workers(parts - 1);
   for (unsigned part = 1; part < parts; ++part) {
     const std::uint64_t begin = bounds[part];
@@ -119,6 +128,9 @@ class team_barrier {
 template <class Fn>
 bool run_team(unsigned parts, const Fn& fn) {
   team_barrier barrier(parts);
+  // The pool runs every part at once, on threads of their own, as the barrier needs.
+  if (thread_pool::instance().run_together(parts, [&](unsigned part) { fn(part, barrier); }))
+    return true;
   std::mutex gate_mutex;
   std::condition_variable gate;
   enum class start { wait, go, abort } state = start::wait;
