@@ -19,8 +19,9 @@
 
 namespace gbf::detail::cpu {
 
-/// Keys below which one more CPU thread costs more than it saves (thread start is
-/// ~10 us): a batch under 2 * min_keys_per_thread runs on one thread.
+/// Keys below which one more CPU thread costs more than it saves (waking a
+/// parked worker, or starting a thread, is 10-50 us; 2^16 keys take 70-180
+/// us): a batch under 2 * min_keys_per_thread runs on one thread.
 inline constexpr std::uint64_t min_keys_per_thread = std::uint64_t{1} << 16;
 /// Words (4 MiB) below which whole-array work (popcount, merge) stays on fewer threads.
 inline constexpr std::uint64_t min_words_per_thread = std::uint64_t{1} << 20;
