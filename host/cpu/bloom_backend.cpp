@@ -242,6 +242,19 @@ cpu::range_kernel<cpu::string_hashes<std::int64_t>> kernel_for(const kernel_set&
   return set.str64_keys;
 }
 
+/// The owned-walk entry point of a hash source in a kernel set (null: none,
+/// as for string keys and cores without AVX-512).
+template <class Hashes>
+cpu::owned_kernel<Hashes> owned_kernel_for(const kernel_set& set) {
+  if constexpr (std::is_same_v<Hashes, cpu::key_hashes<std::uint32_t>>) {
+    return set.u32_owned;
+  } else if constexpr (std::is_same_v<Hashes, cpu::key_hashes<std::uint64_t>>) {
+    return set.u64_owned;
+  } else {
+    return nullptr;
+  }
+}
+
 class cpu_bloom final : public bloom_backend {
  public:
   cpu_bloom(const layout& l, cpu::cpu_isa isa, unsigned num_threads, bool huge_pages)
@@ -527,8 +540,9 @@ class cpu_bloom final : public bloom_backend {
   /// Whether this filter's kernels have owned walks for the batch's keys
   /// (AVX-512, integer keys: they hash eight keys at once).
   bool owned_walks_run(const key_batch& keys) const {
-    return (keys.kind == key_kind::u64 && kernels_.u64_owned != nullptr) ||
-           (keys.kind == key_kind::u32 && kernels_.u32_owned != nullptr);
+    return cpu::with_hashes(keys, layout_.seed, [&](const auto& hash_of) {
+      return owned_kernel_for<std::decay_t<decltype(hash_of)>>(kernels_) != nullptr;
+    });
   }
 
   /// add / add_new on `parts` threads that each read the whole batch and write
@@ -538,20 +552,14 @@ class cpu_bloom final : public bloom_backend {
   /// are the sequential loop's. A thread that cannot be started leaves its
   /// blocks to the calling thread.
   void add_in_owned_walks(kernel_op op, const key_batch& keys, bool* results, unsigned parts) {
-    const auto walk_all = [&](const auto& kernel, const auto& hash_of) {
+    cpu::with_hashes(keys, layout_.seed, [&](const auto& hash_of) {
+      const auto kernel = owned_kernel_for<std::decay_t<decltype(hash_of)>>(kernels_);
+      if (kernel == nullptr) return;  // owned_walks_run(keys) was false
       const auto whole_batch = job(op, hash_of, 0, keys.count, results, nullptr, keys);
       cpu::run_in_parts(parts, layout_.num_blocks,
                         [&](unsigned, std::uint64_t first, std::uint64_t end) {
                           kernel(whole_batch, cpu::block_span{first, end - first});
                         });
-    };
-    cpu::with_hashes(keys, layout_.seed, [&](const auto& hash_of) {
-      using Hashes = std::decay_t<decltype(hash_of)>;
-      if constexpr (std::is_same_v<Hashes, cpu::key_hashes<std::uint64_t>>) {
-        walk_all(kernels_.u64_owned, hash_of);
-      } else if constexpr (std::is_same_v<Hashes, cpu::key_hashes<std::uint32_t>>) {
-        walk_all(kernels_.u32_owned, hash_of);
-      }
     });
   }
 
