@@ -472,9 +472,10 @@ int run_build(const build_args& args) {
     sizing_options initial = args.sizing;
     initial.capacity = capacity;
     scaling_filter f = create_scaling(initial, args.scaling, args.run, args.output);
-    add_scaling_keys(f, *reader, args.keys, args.run,
-                     total ? std::optional<std::uint64_t>(total) : std::nullopt, args.verify,
-                     args.output.path, "no file was written");
+    if (!add_scaling_keys(f, *reader, args.keys, args.run,
+                          total ? std::optional<std::uint64_t>(total) : std::nullopt, args.verify,
+                          args.output.path, "no file was written"))
+      return 1;
     save_scaling(f, args.output);
     report_scaling(f, "built", args.output.path, args.run.quiet);
     return 0;

@@ -50,13 +50,21 @@ void warn_if_saturated(const counting_filter& f, const std::string& path) {
                counter_max(s.counter_bits));
 }
 
+/// The estimate of distinct keys, or why there is none (every counter nonzero:
+/// the estimate -m/k ln(1 - fill) is infinite).
+std::string estimated_keys_text(const counting_stats& s) {
+  return std::isinf(s.estimated_keys)
+             ? "unknown (every counter is nonzero)"
+             : with_commas(static_cast<std::uint64_t>(std::llround(s.estimated_keys)));
+}
+
 void warn_if_over_capacity(const counting_filter& f, const std::string& path) {
   const counting_stats s = f.stats();
   if (!s.over_capacity) return;
   std::fprintf(stderr,
-               "gbf: warning: '%s' is over capacity: estimated distinct keys %.0f in a filter "
+               "gbf: warning: '%s' is over capacity: estimated distinct keys %s in a filter "
                "sized for %s; its false-positive rate is now %.3g%%\n",
-               path.c_str(), s.estimated_keys, with_commas(s.capacity).c_str(),
+               path.c_str(), estimated_keys_text(s).c_str(), with_commas(s.capacity).c_str(),
                100 * s.estimated_fpr);
 }
 
@@ -268,13 +276,12 @@ int run_counting_info(const info_args& args) {
                 with_commas(s.nonzero_counters).c_str(), with_commas(s.num_counters).c_str(),
                 s.fill_ratio);
   row("nonzero counters:", text);
-  std::snprintf(text, sizeof text, "%.0f", s.estimated_keys);
-  row("estimated keys:", std::isinf(s.estimated_keys) ? "unknown (every counter is nonzero)" : text);
+  row("estimated keys:", estimated_keys_text(s));
   std::snprintf(text, sizeof text, "%.3g", s.estimated_fpr);
   row("estimated fpr:", text);
   if (s.over_capacity)
-    std::printf("WARNING: over capacity: estimated distinct keys %.0f in a filter sized for %s\n",
-                s.estimated_keys, with_commas(s.capacity).c_str());
+    std::printf("WARNING: over capacity: estimated distinct keys %s in a filter sized for %s\n",
+                estimated_keys_text(s).c_str(), with_commas(s.capacity).c_str());
   check_stdout();
   return 0;
 }

@@ -116,6 +116,7 @@ int run_cuckoo_create(const create_args& args, const cuckoo_create_options& opts
   if (args.sizing.s.words_per_block != shape{}.words_per_block ||
       args.sizing.s.bits_per_key != shape{}.bits_per_key || args.sizing.s.seed != shape{}.seed)
     throw usage_error("--layout shapes Bloom filters; with --cuckoo use --tag-bits and --max-kicks");
+  const output_lock lock(args.output.path, args.run.wait);
   cuckoo_shape s;
   s.tag_bits = opts.tag_bits;
   s.max_kicks = opts.max_kicks;
@@ -166,12 +167,23 @@ int run_cuckoo_add(const add_args& args, bool unique) {
   }
   bar.finish(std::string(" on ") + to_string(f.where()) + ": " + with_commas(total.inserted) + " inserted" +
              (unique ? ", " + with_commas(total.present) + " already present" : ""));
-  if (total.failed > 0)
-    throw filter_full("'" + args.target.path + "': the cuckoo filter is full: " +
-                          with_commas(total.failed) + " of " + with_commas(bar.done()) +
-                          " keys could not be inserted (load " + percent(f.stats().load_factor) +
+  if (total.failed > 0) {
+    const cuckoo_stats stats = f.stats();
+    const std::string failed = with_commas(total.failed) + " of " + with_commas(bar.done()) +
+                               " keys could not be inserted (load " + percent(stats.load_factor);
+    // Below the sizing load a table rarely runs out of moves; what fails there
+    // is a key added more times than its two buckets have slots.
+    if (!stats.over_capacity && !unique)
+      throw filter_full("'" + args.target.path + "': " + failed + ", below the table's capacity): " +
+                            "a key's two buckets hold at most " +
+                            std::to_string(2 * f.layout().slots_per_bucket()) +
+                            " copies of it, so a key repeated more often than that fails (--unique "
+                            "adds each key once); the file is unchanged",
+                        total.failed, 0);
+    throw filter_full("'" + args.target.path + "': the cuckoo filter is full: " + failed +
                           "); the file is unchanged: create a larger filter (--capacity)",
                       total.failed, 0);
+  }
   if (args.verify) {
     std::fprintf(stderr, "gbf: verify: %s answers recomputed on the CPU, %s mismatches, %s false negatives\n",
                  with_commas(bar.done()).c_str(), with_commas(mismatches).c_str(),
@@ -213,6 +225,9 @@ int run_cuckoo_remove(const add_args& args, bool strict) {
                            "(the first at row " + with_commas(*first_missing) +
                            "); the file is unchanged");
   save(f, args.target.path, meta.fpp);
+  std::printf("%s keys removed, %s refused (not present)\n", with_commas(done).c_str(),
+              with_commas(missing).c_str());
+  check_stdout();
   return 0;
 }
 

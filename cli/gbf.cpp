@@ -23,6 +23,7 @@
 #include "cli/cuckoo.hpp"
 #include "cli/demo.hpp"
 #include "cli/join.hpp"
+#include "cli/options.hpp"
 #include "cli/parquet.hpp"
 #include "gbf/error.hpp"
 #include "gbf/files.hpp"
@@ -31,47 +32,11 @@ namespace {
 
 using namespace gbf::cli;
 
-const std::map<std::string, gbf::backend> backends{
-    {"auto", gbf::backend::automatic}, {"cpu", gbf::backend::cpu}, {"gpu", gbf::backend::gpu}};
-const std::map<std::string, filter_format> filter_formats{
-    {"gbf", filter_format::gbf}, {"parquet-sbbf", filter_format::parquet_sbbf}};
-const std::map<std::string, key_format> key_formats{
-    {"auto", key_format::automatic}, {"u32", key_format::u32}, {"u64", key_format::u64},
-    {"text", key_format::text},      {"npy", key_format::npy}};
-const std::map<std::string, result_format> result_formats{
-    {"bytes", result_format::bytes}, {"bitmap", result_format::bitmap}, {"text", result_format::text}};
-
-/// Checks an integer option: digits only, within [lo, hi]. Says "is not a
-/// number" for text (CLI11's Range would say "not in range").
-CLI::Validator whole_number(std::uint64_t lo, std::uint64_t hi) {
-  const std::string range = std::to_string(lo) + " to " + std::to_string(hi);
-  return CLI::Validator(
-      [lo, hi, range](std::string& text) -> std::string {
-        const std::optional<std::uint64_t> value = parse_whole_number(text);
-        if (!value) {
-          const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
-          return digits ? text + " is out of range (" + range + ")"
-                        : "'" + text + "' is not a number (expected a whole number from " + range + ")";
-        }
-        return *value < lo || *value > hi ? text + " is out of range (" + range + ")" : std::string();
-      },
-      "INT in " + range);
-}
-
-void add_threads_option(CLI::App* cmd, unsigned& threads, const char* help) {
-  cmd->add_option("--threads", threads, help)->check(whole_number(0, max_cpu_threads));
-}
-
 void add_run_options(CLI::App* cmd, run_options& run) {
   cmd->add_option("--backend", run.where, "Where the filter runs: auto (GPU if present), gpu or cpu")
-      ->transform(CLI::CheckedTransformer(backends, CLI::ignore_case));
+      ->transform(one_of(backend_names));
   add_threads_option(cmd, run.threads, "CPU threads (0 = all hardware threads; at most 1024)");
   cmd->add_flag("-q,--quiet", run.quiet, "No summary line on stderr");
-}
-
-void add_wait_flag(CLI::App* cmd, run_options& run) {
-  cmd->add_flag("--wait", run.wait,
-                "When another gbf process is writing the output file, wait for it instead of failing");
 }
 
 /// --format and --no-header for the filter file(s) `files` (all share them).
@@ -80,7 +45,7 @@ void add_format_options(CLI::App* cmd, std::vector<filter_file*> files, const ch
   cmd->add_option_function<filter_format>(
          option, [files](const filter_format& f) { for (filter_file* file : files) file->format = f; },
          help + ": gbf (native, default) or parquet-sbbf (Parquet's Bloom filter)")
-      ->transform(CLI::CheckedTransformer(filter_formats, CLI::ignore_case));
+      ->transform(one_of(filter_format_names));
 }
 
 void add_no_header_flag(CLI::App* cmd, std::vector<filter_file*> files) {
@@ -94,7 +59,7 @@ void add_keys_options(CLI::App* cmd, keys_input& keys) {
   cmd->add_option("--keys-format", keys.format,
                   "auto (.npy by magic, .u32/.u64 raw, otherwise text; .bin/.raw/.dat need an "
                   "explicit width), u32, u64 (raw little-endian), text (one key per line), npy")
-      ->transform(CLI::CheckedTransformer(key_formats, CLI::ignore_case));
+      ->transform(one_of(key_format_names));
   cmd->add_option("--chunk-keys", keys.chunk_keys, "Keys read and processed per batch")
       ->check(whole_number(1, std::uint64_t{1} << 30));
 }
@@ -104,10 +69,7 @@ CLI::Option* add_sizing_options(CLI::App* cmd, sizing_options& sizing, const cha
   CLI::Option* capacity = cmd->add_option("--capacity", sizing.capacity, capacity_help)
       ->check(whole_number(1, std::uint64_t{1} << 40));
   cmd->add_option("--fpp", sizing.fpp, "Target false-positive probability in (0, 1) (default 0.01)")
-      ->check([](const std::string& text) -> std::string {
-        const double p = std::strtod(text.c_str(), nullptr);
-        return p > 0 && p < 1 ? "" : "must be in (0, 1), got " + text;
-      });
+      ->check(open_unit_interval());
   CLI::Option* layout_opt =
       cmd->add_option_function<std::string>(
              "--layout", [&sizing](const std::string& text) { sizing.s = parse_layout(text); },
@@ -208,10 +170,11 @@ int main(int argc, char** argv) {
       ->check(whole_number(1, std::uint64_t{1} << 40));
   demo_cmd->add_option("--probes", demo.probes, "Absent keys to probe")
       ->check(whole_number(1, std::uint64_t{1} << 40));
-  demo_cmd->add_option("--fpp", demo.fpp, "Target false-positive rate, in (0, 1)");
+  demo_cmd->add_option("--fpp", demo.fpp, "Target false-positive rate, in (0, 1)")
+      ->check(open_unit_interval());
   add_threads_option(demo_cmd, demo.threads, "CPU threads for the multi-threaded row (0 = all; at most 1024)");
   demo_cmd->add_option("--backend", demo.where, "auto (every backend), cpu or gpu")
-      ->transform(CLI::CheckedTransformer(backends, CLI::ignore_case));
+      ->transform(one_of(backend_names));
   demo_cmd->add_flag("!--no-verify", demo.verify, "Skip recomputing GPU answers on the CPU");
   demo_cmd->final_callback([&] { command = [&] { return run_demo(demo); }; });
 
@@ -292,7 +255,7 @@ int main(int argc, char** argv) {
   query_cmd->add_option("--out-format", query.out_format,
                         "bytes (one 0/1 byte per key, default), bitmap (LSB-first bits, Arrow), "
                         "text (0/1 lines)")
-      ->transform(CLI::CheckedTransformer(result_formats, CLI::ignore_case));
+      ->transform(one_of(result_format_names));
   CLI::Option* count_opt = query_cmd->add_flag("--count", query.count, "Print only the number of keys that may be present");
   CLI::Option* select_opt =
       query_cmd->add_flag("--select", query.select, "Print the keys that may be present, one per line");
@@ -364,15 +327,27 @@ int main(int argc, char** argv) {
   join_cmd->add_option("--selectivity", join.selectivity, "Fraction of orders passing the date predicate, in (0, 1]");
   join_cmd->add_option("--seed", join.seed, "Data generation seed");
   join_cmd->add_option("--backend", join.where, "Where the filter runs: auto (GPU if present), gpu or cpu")
-      ->transform(CLI::CheckedTransformer(backends, CLI::ignore_case));
+      ->transform(one_of(backend_names));
   add_threads_option(join_cmd, join.threads, "CPU threads (0 = all hardware threads; at most 1024)");
-  join_cmd->add_option("--fpp", join.fpp, "Filter target false-positive rate, in (0, 1)");
+  join_cmd->add_option("--fpp", join.fpp, "Filter target false-positive rate, in (0, 1)")
+      ->check(open_unit_interval());
   join_cmd->add_option("--export-csv", join.export_csv, "Write orders.csv and lineitem.csv to this directory");
   join_cmd->add_flag("--json", join.json, "One JSON object instead of text");
   join_cmd->final_callback([&] { command = [&] { return run_join(join); }; });
 
   add_parquet_command(app, command);
 
+  // CLI11 answers a mistyped subcommand ("gbf crate") with "A subcommand is
+  // required"; name the word it did not know instead.
+  if (argc > 1 && argv[1][0] != '-' &&
+      app.get_subcommands([&](const CLI::App* sub) { return sub->get_name() == argv[1]; }).empty()) {
+    std::string names;
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    std::fprintf(stderr, "gbf: unknown subcommand '%s' (one of: %s)\nRun with --help for more information.\n",
+                 argv[1], names.c_str());
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -101,7 +101,7 @@ class binary_reader final : public key_reader {
   std::optional<std::uint64_t> known_count() const override { return spec_.count; }
 
   std::uint64_t count_keys() override {
-    if (!spec_.count) fail_format(path_, "cannot count the keys of a stream before reading it");
+    if (!spec_.count) fail_format(path_, "cannot count the keys of a stream before reading it; pass --capacity");
     return *spec_.count;
   }
 
@@ -310,6 +310,11 @@ class text_reader final : public key_reader {
 
   std::uint64_t count_keys() override {
     if (path_ == "-") fail_format(path_, "cannot count the lines of standard input before reading it");
+    // A pipe or FIFO cannot be read twice: refuse before consuming any of it.
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode))
+      fail_format(path_, "cannot count the lines of a stream (a pipe or FIFO) before reading it; "
+                         "pass --capacity");
     std::uint64_t lines = 0;
     char last = '\n';
     while (fill()) {

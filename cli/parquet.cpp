@@ -13,8 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "cli/command_support.hpp"
 #include "cli/commands.hpp"
 #include "cli/key_reader.hpp"
+#include "cli/options.hpp"
 #include "cli/progress.hpp"
 #include "cli/text.hpp"
 #include "gbf/io.hpp"
@@ -234,6 +236,8 @@ int run_extract(const parquet_args& args) {
   if (args.files.size() != 1)
     throw usage_error("--extract reads one FILE (got " + std::to_string(args.files.size()) + ")");
   if (args.output.path.empty()) throw usage_error("--extract needs -o/--output");
+  refuse_output_over_inputs("-o", args.output.path, {{"the Parquet file", args.files[0]}});
+  const output_lock lock(args.output.path, args.run.wait);
   pq::read_options opts = read_options_of(args);
   opts.allow_missing = true;  // a missing filter matters only if it is asked for
   pq::column_filter_set set = pq::column_filters(args.files[0], args.column, opts);
@@ -316,13 +320,7 @@ void add_parquet_command(CLI::App& app, std::function<int()>& command) {
       "otherwise), .npy, .u32/.u64");
   cmd->add_option("--keys-format", args->keys.format,
                   "auto (.npy by magic, .u32/.u64 raw, otherwise text), u32, u64, text, npy")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, key_format>{{"auto", key_format::automatic},
-                                            {"u32", key_format::u32},
-                                            {"u64", key_format::u64},
-                                            {"text", key_format::text},
-                                            {"npy", key_format::npy}},
-          CLI::ignore_case));
+      ->transform(one_of(key_format_names));
   cmd->add_option("--chunk-keys", args->keys.chunk_keys, "Keys read and pruned per batch")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30));
   CLI::Option* per_key = cmd->add_flag(
@@ -341,19 +339,14 @@ void add_parquet_command(CLI::App& app, std::function<int()>& command) {
   CLI::Option* format =
       cmd->add_option("--format", args->output.format,
                       "With --extract: gbf (native, default) or parquet-sbbf")
-          ->transform(CLI::CheckedTransformer(
-              std::map<std::string, filter_format>{{"gbf", filter_format::gbf},
-                                                   {"parquet-sbbf", filter_format::parquet_sbbf}},
-              CLI::ignore_case));
+          ->transform(one_of(filter_format_names));
   CLI::Option* no_header = cmd->add_flag_callback(
       "--no-header", [args] { args->output.parquet_header = false; },
       "With --format parquet-sbbf: the bare bitset, without the Thrift BloomFilterHeader");
   cmd->add_option("--backend", args->run.where, "Where pruning runs: auto (GPU if present), gpu or cpu")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, backend>{
-              {"auto", backend::automatic}, {"cpu", backend::cpu}, {"gpu", backend::gpu}},
-          CLI::ignore_case));
-  cmd->add_option("--threads", args->run.threads, "CPU threads (0 = all hardware threads)");
+      ->transform(one_of(backend_names));
+  add_threads_option(cmd, args->run.threads, "CPU threads (0 = all hardware threads; at most 1024)");
+  add_wait_flag(cmd, args->run);
   cmd->add_flag("-q,--quiet", args->run.quiet, "No summary on stderr");
   extract->excludes(keys)->excludes(per_key);
   row_group->needs(extract);

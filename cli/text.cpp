@@ -52,9 +52,48 @@ std::string mib_text(double mib) {
   return text;
 }
 
+namespace {
+
+/// Length of the well-formed UTF-8 sequence starting at s[i] (RFC 3629: no
+/// overlong forms, no surrogates, nothing past U+10FFFF), or 0 if it is not one.
+std::size_t utf8_sequence_length(const std::string& s, std::size_t i) {
+  const auto byte = [&](std::size_t j) { return static_cast<unsigned char>(s[j]); };
+  const unsigned char lead = byte(i);
+  std::size_t length;
+  unsigned char low = 0x80, high = 0xbf;  // the second byte's range
+  if (lead < 0x80) return 1;
+  if (lead >= 0xc2 && lead <= 0xdf) {
+    length = 2;
+  } else if (lead >= 0xe0 && lead <= 0xef) {
+    length = 3;
+    if (lead == 0xe0) low = 0xa0;
+    if (lead == 0xed) high = 0x9f;
+  } else if (lead >= 0xf0 && lead <= 0xf4) {
+    length = 4;
+    if (lead == 0xf0) low = 0x90;
+    if (lead == 0xf4) high = 0x8f;
+  } else {
+    return 0;
+  }
+  if (s.size() - i < length || byte(i + 1) < low || byte(i + 1) > high) return 0;
+  for (std::size_t j = 2; j < length; ++j)
+    if (byte(i + j) < 0x80 || byte(i + j) > 0xbf) return 0;
+  return length;
+}
+
+}  // namespace
+
 std::string json_string(const std::string& s) {
   std::string out = "\"";
-  for (const char c : s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const char c = s[i];
+    const std::size_t length = utf8_sequence_length(s, i);
+    if (length == 0) {
+      // JSON text is UTF-8: a byte that is not (a file name may hold any) becomes U+FFFD.
+      out += "\\ufffd";
+      ++i;
+      continue;
+    }
     if (c == '"' || c == '\\') {
       out += '\\';
       out += c;
@@ -63,8 +102,9 @@ std::string json_string(const std::string& s) {
       std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
       out += escaped;
     } else {
-      out += c;
+      out.append(s, i, length);
     }
+    i += length;
   }
   return out + "\"";
 }

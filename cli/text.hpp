@@ -23,7 +23,8 @@ std::string bytes_text(std::uint64_t bytes);
 /// (a closed pipe, a full disk), so a command never exits 0 after losing output.
 void check_stdout();
 
-/// `s` as a JSON string literal: quotes, backslashes and control bytes escaped.
+/// `s` as a JSON string literal: quotes, backslashes and control bytes escaped,
+/// and each byte that is not part of well-formed UTF-8 replaced by U+FFFD.
 std::string json_string(const std::string& s);
 
 }  // namespace gbf::cli

@@ -276,7 +276,9 @@ std::vector<std::uint8_t> random_access::read_range(std::uint64_t offset, std::u
 }
 
 random_access_file::random_access_file(const std::string& path) : random_access("'" + path + "'") {
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO would otherwise wait for a writer before the
+  // regular-file check below could refuse it (file_source does the same).
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd_ < 0) {
     const int err = errno;
     throw io_error("cannot open " + name() + ": " + std::strerror(err), err);
@@ -289,7 +291,8 @@ random_access_file::random_access_file(const std::string& path) : random_access(
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd_);
-    throw io_error(name() + ": not a regular file", S_ISDIR(st.st_mode) ? EISDIR : EINVAL);
+    throw io_error(name() + ": not a regular file" + (S_ISFIFO(st.st_mode) ? " (a FIFO)" : ""),
+                   S_ISDIR(st.st_mode) ? EISDIR : EINVAL);
   }
   size_ = static_cast<std::uint64_t>(st.st_size);
 }

@@ -23,7 +23,8 @@ expect_rc 1 "$GBF" add f.gbf b.u64 -q --backend cpu
 expect_err "^gbf: 'f.gbf' is locked by another gbf process (pid $holder) writing it; pass --wait"
 expect_rc 1 "$GBF" add link.gbf b.u64 -q --backend cpu
 expect_err "locked by another gbf process (pid $holder)"
-for cmd in "create --capacity 10 -o f.gbf" "build b.u64 -o f.gbf" "merge a.gbf a.gbf -o f.gbf"; do
+for cmd in "create --capacity 10 -o f.gbf" "create --cuckoo --capacity 10 -o f.gbf" "create --counting --capacity 10 -o f.gbf" \
+           "build b.u64 -o f.gbf" "merge a.gbf a.gbf -o f.gbf"; do
   [[ $cmd == merge* ]] && "$GBF" create --capacity 10 -o a.gbf -q
   expect_rc 1 "$GBF" $cmd -q --backend cpu
   expect_err "locked by another gbf process"

@@ -97,4 +97,53 @@ expect_rc 2 "$GBF" create --capacity 1099511627777 -o x.gbf
 expect_err "out of range"
 expect_rc 2 "$GBF" query f.gbf k.u64 --chunk-keys lots
 expect_err "^gbf: --chunk-keys: 'lots' is not a number"
+
+rm -f x.gbf
+# Enumerated options take their names only (CLI11 also took the enum's numbers:
+# --keys-format 3 read a u64 file as text), and the error lists the names.
+expect_rc 2 "$GBF" query f.gbf k.u64 --keys-format 3
+expect_err "^gbf: --keys-format: '3' is not one of auto, npy, text, u32, u64"
+expect_rc 2 "$GBF" query f.gbf k.u64 --keys-format u16
+expect_err "'u16' is not one of auto, npy, text, u32, u64"
+expect_rc 2 "$GBF" create --capacity 10 --format 1 -o x.gbf
+expect_err "^gbf: --format: '1' is not one of gbf, parquet-sbbf"
+expect_rc 2 "$GBF" query f.gbf k.u64 --backend 0
+expect_err "'0' is not one of auto, cpu, gpu"
+expect_rc 2 "$GBF" query f.gbf k.u64 --out r.bin --out-format 2
+expect_err "'2' is not one of bitmap, bytes, text"
+expect_rc 0 "$GBF" query f.gbf k.u64 --keys-format U64 --backend CPU --count -q
+expect_out 1000
+[[ -e x.gbf ]] && fail "a refused option wrote a file"
+
+# A mistyped subcommand is named.
+expect_rc 2 "$GBF" crate --capacity 10 -o x.gbf
+expect_err "^gbf: unknown subcommand 'crate' (one of: demo, bench, create, build"
+
+# --fpp outside (0, 1) is a usage error for every command that takes it.
+for cmd in "demo --keys 10 --probes 10" "join --sf 0.01" "create --capacity 10 -o x.gbf"; do
+  for p in 0 1 -0.5 nan 0.1x; do
+    expect_rc 2 "$GBF" $cmd --fpp $p
+    expect_err "^gbf: --fpp: "
+  done
+done
+
+# build without --capacity counts a file's keys first; a pipe cannot be read
+# twice, so it is refused before anything is read from it.
+rm -f x.gbf
+mkfifo keys.fifo
+( printf '1\n2\n3\n' > keys.fifo ) &
+writer=$!
+expect_rc 1 timeout 10 "$GBF" build keys.fifo -o x.gbf
+expect_err "'keys.fifo': cannot count the lines of a stream (a pipe or FIFO) before reading it; pass --capacity"
+kill $writer 2>/dev/null; wait $writer 2>/dev/null
+[[ -e x.gbf ]] && fail "a refused build wrote a file"
+( printf '1\n2\n3\n' > keys.fifo ) &
+expect_rc 0 timeout 10 "$GBF" build keys.fifo --capacity 3 -o x.gbf -q
+wait
+
+# info --json is valid JSON (UTF-8) whatever bytes the file name holds.
+cp f.gbf $'bad\xffname.gbf'
+expect_rc 0 "$GBF" info $'bad\xffname.gbf' --json
+python3 -c 'import json, sys; d = json.loads(open("out", "rb").read()); assert d["file"] == "bad\ufffdname.gbf", d["file"]' \
+  || fail "info --json of a non-UTF-8 name: $(cat out)"
 finish

@@ -56,7 +56,10 @@ python3 -c "import json; d=json.load(open('out')); assert d['occupied_slots']==1
 # --- remove (CF.DEL), --strict -----------------------------------------------
 expect_rc 0 "$GBF" remove c.gbf first.u64 --keys-format u64
 expect_err "300 removed, 0 refused (not present)"
-expect_rc 0 "$GBF" remove c.gbf first.u64 --keys-format u64
+# The counts go to stdout as well (as the counting filter's remove prints them), even with -q.
+expect_out "300 keys removed, 0 refused (not present)"
+expect_rc 0 "$GBF" remove c.gbf first.u64 --keys-format u64 -q
+grep -Eq '^[0-9]+ keys removed, [0-9,]+ refused \(not present\)$' out || fail "remove -q printed '$(cat out)'"
 expect_rc 0 "$GBF" query c.gbf first.u64 --keys-format u64 --count
 [[ $(cat out) -lt 5 ]] || fail "keys removed twice still found: $(cat out)"
 cp c.gbf before.gbf
@@ -83,6 +86,18 @@ expect_rc 1 "$GBF" add small.gbf many.u64 --keys-format u64
 expect_err "the cuckoo filter is full"
 expect_err "keys could not be inserted"
 cmp -s small.gbf small.before || fail "a full add changed the file"
+
+# One key repeated past its two buckets' slots fails far below the capacity:
+# the error names that limit and --unique, not a larger --capacity.
+expect_rc 0 "$GBF" create --cuckoo --capacity 1000 --tag-bits 8 -o dup.gbf -q
+yes same-key | head -100 > dup.txt
+cp dup.gbf dup.before
+expect_rc 1 "$GBF" add dup.gbf dup.txt
+expect_err "36 of 100 keys could not be inserted"
+expect_err "a key's two buckets hold at most 64 copies of it"
+expect_err "(--unique adds each key once)"
+cmp -s dup.gbf dup.before || fail "a failed duplicate add changed the file"
+expect_rc 0 "$GBF" add dup.gbf dup.txt --unique -q
 
 # --- usage errors --------------------------------------------------------------
 expect_rc 2 "$GBF" create --tag-bits 16 --capacity 10 -o x.gbf

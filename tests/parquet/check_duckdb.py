@@ -23,6 +23,7 @@ usage: check_duckdb.py GBF [--absent N] [--seed S] [--workdir DIR]
 Exit 0 on success, 1 on a mismatch, 77 (CTest: skipped) without duckdb.
 """
 import argparse
+import fcntl
 import os
 import random
 import shutil
@@ -234,6 +235,28 @@ def extra_checks(con, gbf, paths, truth_s, workdir, failures):
     count = run([gbf, "query", union, keys, "--count", "-q", "--backend", "cpu"], check=True).stdout.strip()
     if count != str(len(truth_s[f1])):
         failures.append(f"the union filter finds {count} of {len(truth_s[f1])} present values")
+
+    # --extract never writes over its input (it once replaced the Parquet file by
+    # the filter), and waits for or refuses another writer's lock like every writer.
+    before = open(f1, "rb").read()
+    r = run([gbf, "parquet", f1, "--column", "s", "--extract", "-o", f1])
+    if r.returncode != 2 or "refusing to overwrite an input" not in r.stderr or open(f1, "rb").read() != before:
+        failures.append(f"--extract -o over its input: rc {r.returncode}, stderr {r.stderr!r}")
+    locked = os.path.join(workdir, "locked.gbf")
+    with open(os.path.join(workdir, ".locked.gbf.gbf-lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        r = run([gbf, "parquet", f1, "--column", "s", "--extract", "-o", locked])
+        if r.returncode != 1 or "locked by another gbf process" not in r.stderr or os.path.exists(locked):
+            failures.append(f"--extract under another writer's lock: rc {r.returncode}, stderr {r.stderr!r}")
+    # A FIFO is refused at once (it used to block in open() waiting for a writer).
+    fifo = os.path.join(workdir, "pipe.parquet")
+    os.mkfifo(fifo)
+    r = run([gbf, "parquet", fifo, "--column", "s", "--keys", keys], timeout=20)
+    if r.returncode != 1 or "not a regular file (a FIFO)" not in r.stderr:
+        failures.append(f"a FIFO as the Parquet file: rc {r.returncode}, stderr {r.stderr!r}")
+    r = run([gbf, "parquet", f1, "--column", "s", "--keys", keys, "--threads", "1025"])
+    if r.returncode != 2 or "--threads: 1025 is out of range (0 to 1024)" not in r.stderr:
+        failures.append(f"--threads past 1024: rc {r.returncode}, stderr {r.stderr!r}")
 
     # A column without filters.
     r = run([gbf, "parquet", f1, "--column", "unique_id", "--keys", keys])
