@@ -50,10 +50,11 @@ class AllocationError(Error, MemoryError):
 class FilterFull(Error, RuntimeError):
     """A filter has no room for keys: a cuckoo filter's add found no free slot for some
     keys within max_kicks moves (the others were inserted), or a non-scaling
-    gbf.ScalingFilter would pass its capacity (nothing of that batch was inserted).
+    gbf.ScalingFilter would pass its capacity (nothing of the chunk that would was
+    inserted; a batch longer than chunk_keys keeps the chunks before it).
 
     not_inserted: keys of the batch that were not inserted (0 where no batch was involved,
-        as in a merge).
+        as in a merge); for a refused chunk, every row from that chunk on.
     fits: new keys the filter still takes (scaling filters; 0 for a cuckoo filter, whose
         room depends on which keys come).
     """

@@ -56,7 +56,11 @@ class Layout:
         return _core.parquet_problem(self.words_per_block, self.bits_per_key, self.seed, self._blocks())
 
     def expected_fpr(self, keys: float) -> float:
-        """Expected false-positive rate with `keys` distinct keys added (exact blocked-filter model)."""
+        """Expected false-positive rate with `keys` distinct keys added (exact blocked-filter model);
+        ValueError for a negative or NaN key count."""
+        keys = float(keys)
+        if not keys >= 0:
+            raise ValueError(f"expected_fpr: keys must be a number >= 0, got {keys}")
         return _core.expected_fpr(self.words_per_block, self.bits_per_key, self.seed, self._blocks(), keys)
 
     def _blocks(self) -> int:
@@ -214,7 +218,7 @@ class Filter(_core.FilterBase):
         (temp file in the same folder, fsync, rename); a binary file object gets write()."""
         _check_format(format)
         if _is_path(target):
-            path = os.fsdecode(os.fspath(target))  # type: ignore[arg-type]
+            path = os.fspath(target)  # type: ignore[arg-type]  # str or bytes: the binding encodes it
             if format == "gbf":
                 self._save(path)
             else:
@@ -242,7 +246,7 @@ class Filter(_core.FilterBase):
         bitset). gbf.FormatError for corrupt data, OSError when the file cannot be read."""
         _check_format(format)
         if _is_path(source):
-            path = os.fsdecode(os.fspath(source))  # type: ignore[arg-type]
+            path = os.fspath(source)  # type: ignore[arg-type]
             if format == "gbf":
                 return cls._adopt(_core._load(path, backend, threads))
             return cls._adopt(_core._load_parquet_sbbf(path, header, backend, threads))
@@ -267,7 +271,7 @@ class Filter(_core.FilterBase):
     def __reduce__(self):
         # The native bytes (layout, bits, capacity, fpp, keys added) and the backend asked
         # for: a filter pickled on a GPU machine as "auto" unpickles on the CPU elsewhere.
-        return (_unpickle, (self._serialize(), self.requested_backend, self.threads))
+        return (_unpickle, (self._serialize(), self.requested_backend, self.threads, type(self)))
 
     def __ior__(self, other: "Filter") -> "Filter":
         self.merge(other)
@@ -299,8 +303,10 @@ def _capacity(capacity: Optional[int], why: str) -> int:
     return int(capacity)
 
 
-def _unpickle(data: bytes, backend: str, threads: int) -> Filter:
-    return Filter._adopt(_core._deserialize(data, backend, threads))
+def _unpickle(data: bytes, backend: str, threads: int, cls: Optional[type] = None) -> Filter:
+    # cls: the pickled object's class (a subclass of Filter comes back as itself, as
+    # copy() keeps it); pickles written before it was recorded have none.
+    return (cls or Filter)._adopt(_core._deserialize(data, backend, threads))
 
 
 def load(source: PathOrFile, format: str = "gbf", *, header: bool = True, backend: str = "auto",

@@ -32,10 +32,10 @@ from ._filter import Filter, Layout
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def _path(target: PathLike) -> str:
+def _path(target: PathLike) -> Union[str, bytes]:
     if not isinstance(target, (str, bytes, os.PathLike)):
         raise TypeError(f"expected a path, not {type(target).__name__}")
-    return os.fsdecode(os.fspath(target))
+    return os.fspath(target)  # str or bytes: the binding encodes it (os.fsencode)
 
 
 def _select(found: Any) -> Any:

@@ -15,7 +15,10 @@ keys built on one machine, whatever the partitioning, the order or a retried tas
 Keys are hashed the same way on both sides, whatever the column's dtype: integers (any
 signed width as int64, any unsigned width as uint64: 8 little-endian bytes, so an int32
 build column matches an int64 probe column by value) and strings / bytes (UTF-8 bytes, via
-Arrow: object, string, string[pyarrow] and ArrowDtype columns). Nulls are never added;
+Arrow: object, string, string[pyarrow] and ArrowDtype columns). A filter made elsewhere
+that hashed 32-bit integers as 4 bytes (a Parquet INT32 column's, gbf.Filter.add of an
+int32 array) is probed with int_keys="column" (integers at the column's own width).
+Nulls are never added;
 prefilter keeps rows whose key is null (pandas' merge pairs nulls with nulls, so dropping
 them could change a join). Other dtypes (float, bool, datetime) raise TypeError.
 
@@ -55,15 +58,29 @@ ESTIMATE_MARGIN = 1.05
 
 # --- Keys ---------------------------------------------------------------------------------
 
-def keys_of(values: Any) -> Any:
+#: How integer keys are hashed (keys_of's int_keys): "int64" as 8 bytes whatever the
+#: column's width (what build_filter adds), "column" at the column's own width (4 bytes up
+#: to 32 bits, 8 beyond: as gbf.Filter.add hashes a NumPy array, and as Parquet hashes
+#: INT32 / INT64 columns).
+INT_KEYS = ("int64", "column")
+
+
+def _check_int_keys(int_keys: str) -> None:
+    if int_keys not in INT_KEYS:
+        raise ValueError(f"int_keys must be one of {INT_KEYS}, got {int_keys!r}")
+
+
+def keys_of(values: Any, int_keys: str = "int64") -> Any:
     """The host keys of a partition's key column (pandas Series / Index, NumPy array, or
     anything with to_arrow(), e.g. Polars or cuDF) in the form gbf hashes identically on
-    the build and probe sides: NumPy int64 / uint64, or an Arrow integer / string / binary
+    the build and probe sides: NumPy integers (int64 / uint64, or with int_keys="column"
+    int32 / uint32 for columns of at most 32 bits), or an Arrow integer / string / binary
     array (nulls kept as nulls). TypeError for float, bool, datetime and mixed columns."""
+    _check_int_keys(int_keys)
     if isinstance(values, (pd.Series, pd.Index)):
         dtype = values.dtype
         if isinstance(dtype, np.dtype) and dtype.kind in "iu":
-            return _widen(values.to_numpy())
+            return _widen(values.to_numpy(), int_keys)
         if isinstance(dtype, np.dtype) and dtype.kind not in "OSU":
             raise _bad_dtype(dtype)
         array = pa.array(values, from_pandas=True)
@@ -71,7 +88,7 @@ def keys_of(values: Any) -> Any:
         if values.ndim != 1:
             raise ValueError(f"key arrays must be 1-D, got {values.ndim} dimensions")
         if values.dtype.kind in "iu":
-            return _widen(values)
+            return _widen(values, int_keys)
         if values.dtype.kind not in "OSU":
             raise _bad_dtype(values.dtype)
         array = pa.array(values)
@@ -86,7 +103,10 @@ def keys_of(values: Any) -> Any:
     if pa.types.is_dictionary(t):
         array, t = array.dictionary_decode(), t.value_type
     if pa.types.is_integer(t):
-        return array.cast(pa.int64() if pa.types.is_signed_integer(t) else pa.uint64())
+        narrow = int_keys == "column" and t.bit_width <= 32
+        if pa.types.is_signed_integer(t):
+            return array.cast(pa.int32() if narrow else pa.int64())
+        return array.cast(pa.uint32() if narrow else pa.uint64())
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or \
             pa.types.is_large_binary(t):
         return array
@@ -95,9 +115,10 @@ def keys_of(values: Any) -> Any:
     raise _bad_dtype(t)
 
 
-def _widen(values: np.ndarray) -> np.ndarray:
-    wide = np.int64 if values.dtype.kind == "i" else np.uint64
-    return values.astype(wide, copy=False)
+def _widen(values: np.ndarray, int_keys: str) -> np.ndarray:
+    if int_keys == "column" and values.dtype.itemsize <= 4:
+        return values.astype(np.int32 if values.dtype.kind == "i" else np.uint32, copy=False)
+    return values.astype(np.int64 if values.dtype.kind == "i" else np.uint64, copy=False)
 
 
 def _bad_dtype(dtype: Any) -> TypeError:
@@ -108,12 +129,12 @@ def _bad_dtype(dtype: Any) -> TypeError:
 # --- Building -----------------------------------------------------------------------------
 
 def _partition_filter(part: Any, column: Optional[str], shape: Layout, capacity: int, fpp: float,
-                      backend: str) -> Filter:
+                      backend: str, int_keys: str = "int64") -> Filter:
     """One partition's filter, of exactly `shape` (so that all partitions' filters merge)."""
     f = Filter(capacity, fpp, layout=shape, backend=backend)
     values = part if column is None else part[column]
     if len(values):
-        f.add(keys_of(values))
+        f.add(keys_of(values, int_keys))
     return f
 
 
@@ -172,7 +193,8 @@ def estimate_distinct(keys: Any) -> int:
 
 
 def build_filter(data: Any, capacity: Optional[int] = None, fpp: float = 0.01, *, column: Optional[str] = None,
-                 layout: Any = None, backend: str = "cpu", split_every: int = 8, compute: bool = True) -> Any:
+                 layout: Any = None, backend: str = "cpu", split_every: int = 8, compute: bool = True,
+                 int_keys: str = "int64") -> Any:
     """One gbf filter holding every key of a dask Series, DataFrame column (column=) or 1-D
     Array, built in parallel: one filter per partition on the workers, merged by a tree of
     ORs, split_every filters per task.
@@ -184,18 +206,22 @@ def build_filter(data: Any, capacity: Optional[int] = None, fpp: float = 0.01, *
     backend: where the partition filters live on the workers ("cpu", "gpu", "auto": each
         worker's GPU when it has one). The result unpickles on the client as this backend.
     compute: True: the filter; False: a dask Delayed of it (to compute alongside other work).
+    int_keys: "int64" (integers as 8 bytes, whatever their width) or "column" (at the
+        column's width); prefilter must be given the same.
 
     Bit for bit equal to gbf.Filter(capacity, fpp, layout=...) with all keys added on one
     machine. TypeError / ValueError for unsupported inputs (see keys_of).
     """
     if split_every < 2:
         raise ValueError(f"split_every must be at least 2, got {split_every}")
+    _check_int_keys(int_keys)
     parts, inner_column, key_column = _partitions(data, column)
     if capacity is None:
         capacity = max(1, math.ceil(estimate_distinct(key_column) * ESTIMATE_MARGIN))
     template = Filter(capacity, fpp, layout=layout, backend="cpu")
     shape = template.layout
-    filters = [dask.delayed(_partition_filter, pure=True)(p, inner_column, shape, int(capacity), float(fpp), backend)
+    filters = [dask.delayed(_partition_filter, pure=True)(p, inner_column, shape, int(capacity), float(fpp), backend,
+                                                          int_keys)
                for p in parts]
     root = _tree_merge(filters, split_every)
     return root.compute() if compute else root
@@ -203,21 +229,21 @@ def build_filter(data: Any, capacity: Optional[int] = None, fpp: float = 0.01, *
 
 # --- Probing ------------------------------------------------------------------------------
 
-def _keep_rows(part: Any, column: Optional[str], bloom: Filter) -> Any:
+def _keep_rows(part: Any, column: Optional[str], bloom: Filter, int_keys: str = "int64") -> Any:
     values = part if column is None else part[column]
     if len(values) == 0:
         return part
-    keep = np.asarray(bloom.contains(keys_of(values)), dtype=bool)
+    keep = np.asarray(bloom.contains(keys_of(values, int_keys)), dtype=bool)
     nulls = values.isna()
     if nulls.any():
         keep |= nulls.to_numpy()
     return part[keep]
 
 
-def _keep_keys(block: np.ndarray, bloom: Filter) -> np.ndarray:
+def _keep_keys(block: np.ndarray, bloom: Filter, int_keys: str = "int64") -> np.ndarray:
     if block.size == 0:
         return block
-    return block[np.asarray(bloom.contains(keys_of(block)), dtype=bool)]
+    return block[np.asarray(bloom.contains(keys_of(block, int_keys)), dtype=bool)]
 
 
 def _client() -> Any:
@@ -238,12 +264,15 @@ def broadcast(bloom: Filter) -> Any:
     return client.scatter(bloom, broadcast=True, hash=False)
 
 
-def prefilter(probe: Any, column: Optional[str], bloom: Any) -> Any:
+def prefilter(probe: Any, column: Optional[str], bloom: Any, *, int_keys: str = "int64") -> Any:
     """The rows of `probe` (a dask DataFrame: key column `column`; a dask Series or 1-D
     Array: column=None) whose key may be in `bloom`, lazily, partition by partition. Rows
     with a null key are kept. `bloom` is a gbf.Filter (broadcast here, once) or what
-    broadcast() returned. No row whose key was added is ever dropped; an absent key
-    survives with the filter's false-positive rate."""
+    broadcast() returned. No row whose key was added (hashed as int_keys says: "int64", as
+    build_filter adds by default; "column" for a filter that hashed 32-bit integers as 4
+    bytes, e.g. a Parquet INT32 column's or gbf.Filter.add of an int32 array) is ever
+    dropped; an absent key survives with the filter's false-positive rate."""
+    _check_int_keys(int_keys)
     if isinstance(bloom, Filter):
         bloom = broadcast(bloom)
     if isinstance(probe, dd.DataFrame):
@@ -261,22 +290,22 @@ def prefilter(probe: Any, column: Optional[str], bloom: Any) -> Any:
             raise ValueError(f"prefilter takes a 1-D dask Array, got {probe.ndim} dimensions")
         if not isinstance(bloom, Delayed):
             bloom = dask.delayed(bloom)
-        blocks = [da.from_delayed(dask.delayed(_keep_keys, pure=True)(b, bloom), shape=(np.nan,),
+        blocks = [da.from_delayed(dask.delayed(_keep_keys, pure=True)(b, bloom, int_keys), shape=(np.nan,),
                                   dtype=probe.dtype, meta=np.empty(0, probe.dtype))
                   for b in probe.to_delayed().ravel()]
         return da.concatenate(blocks) if blocks else probe
-    return probe.map_partitions(_keep_rows, column, bloom, meta=probe._meta)
+    return probe.map_partitions(_keep_rows, column, bloom, int_keys, meta=probe._meta)
 
 
 def semi_join(probe: Any, build: Any, on: Optional[str] = None, *, left_on: Optional[str] = None,
               right_on: Optional[str] = None, capacity: Optional[int] = None, fpp: float = 0.01,
-              backend: str = "cpu", **merge_options: Any) -> Any:
+              backend: str = "cpu", int_keys: str = "int64", **merge_options: Any) -> Any:
     """The inner join of two dask DataFrames with a gbf prefilter pushed into the probe side:
     a filter of build's keys (build_filter), the probe rows that may match (prefilter),
     then dd.merge(prefiltered probe, build, how="inner", ...). Equal to
     dd.merge(probe, build, how="inner", ...) (no key is lost: a Bloom filter has no false
     negatives), with fewer probe rows shuffled. on / left_on / right_on and merge_options as
-    dd.merge; capacity, fpp, backend as build_filter."""
+    dd.merge; capacity, fpp, backend, int_keys as build_filter."""
     if on is not None:
         if left_on is not None or right_on is not None:
             raise ValueError("give on= or left_on= and right_on=, not both")
@@ -286,10 +315,10 @@ def semi_join(probe: Any, build: Any, on: Optional[str] = None, *, left_on: Opti
     if merge_options.get("how", "inner") != "inner":
         raise ValueError("semi_join is an inner join (a prefilter drops probe rows, which other joins keep)")
     merge_options.pop("how", None)
-    bloom = build_filter(build, capacity, fpp, column=right_on, backend=backend)
-    kept = prefilter(probe, left_on, bloom)
+    bloom = build_filter(build, capacity, fpp, column=right_on, backend=backend, int_keys=int_keys)
+    kept = prefilter(probe, left_on, bloom, int_keys=int_keys)
     return dd.merge(kept, build, how="inner", left_on=left_on, right_on=right_on, **merge_options)
 
 
 __all__ = ["build_filter", "prefilter", "semi_join", "broadcast", "merge_filters", "estimate_distinct", "keys_of",
-           "ESTIMATE_MARGIN"]
+           "ESTIMATE_MARGIN", "INT_KEYS"]

@@ -90,6 +90,9 @@ class PruneResult:
         """The row groups key number `key` may be in (needs per_key=True)."""
         if self.key_offsets is None or self.row_groups is None:
             raise ValueError("prune(..., per_key=True) lists each key's row groups; this result has none")
+        keys = len(self.key_offsets) - 1
+        if not 0 <= key < keys:  # a negative index would read another key's slice
+            raise IndexError(f"row_groups_of: key number {key} is out of range (the batch has {keys} keys)")
         return self.row_groups[int(self.key_offsets[key]):int(self.key_offsets[key + 1])]
 
 

@@ -36,6 +36,28 @@ inline constexpr std::size_t default_cpu_chunk_keys = std::size_t{1} << 22;
 /// and kernels over 4 Mi-key staging chunks on 3 streams, so each call feeds it 8 of them.
 inline constexpr std::size_t default_gpu_chunk_keys = std::size_t{1} << 25;
 
+/// The bytes the OS takes for a file path given as a Python str or bytes: a str is
+/// encoded as os.fsencode does (surrogateescape: any name os.listdir returns, which
+/// nanobind's strict-UTF-8 std::string caster refuses). ValueError for a NUL byte: no
+/// file name holds one, and the C++ side would cut the name there.
+inline std::string os_path(nb::handle path) {
+  nb::object encoded;
+  if (PyBytes_Check(path.ptr())) {
+    encoded = nb::borrow(path);
+  } else if (PyUnicode_Check(path.ptr())) {
+    encoded = nb::steal(PyUnicode_EncodeFSDefault(path.ptr()));
+    if (!encoded.is_valid()) throw nb::python_error();
+  } else {
+    throw nb::type_error("a path is a str or bytes");
+  }
+  std::string bytes(PyBytes_AS_STRING(encoded.ptr()), static_cast<std::size_t>(PyBytes_GET_SIZE(encoded.ptr())));
+  if (bytes.find('\0') != std::string::npos) {
+    PyErr_Format(PyExc_ValueError, "the path %R holds a NUL byte, which no file name can", path.ptr());
+    throw nb::python_error();
+  }
+  return bytes;
+}
+
 /// A gbf::filter as Python holds it, with what the C++ filter does not record.
 struct py_filter {
   gbf::filter f;

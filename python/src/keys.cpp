@@ -112,6 +112,46 @@ void read_numpy(nb::handle obj, host_keys& keys) {
 
 // --- Python scalars and sequences of strings --------------------------------------
 
+// A list of Python ints NumPy did not make an integer array of: it turns one holding
+// both int64-only and uint64-only values (e.g. [1, 2**63]) into float64, which would
+// round keys. Ints in [0, 2**64) go to a uint64 array (each int alone is hashed by its
+// 8 bytes too); TypeError for anything else, naming the item.
+nb::object uint64_array_of_ints(PyObject* list, Py_ssize_t n) {
+  const char* only = "a list of keys must hold only ints, or only str / bytes / None";
+  nb::object array = new_numpy_array(static_cast<std::size_t>(n), NPY_UINT64);
+  auto* out = static_cast<std::uint64_t*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(array.ptr())));
+  bool negative = false, past_int64 = false;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* item = PySequence_Fast_GET_ITEM(list, i);
+    if (!PyLong_Check(item))
+      throw nb::type_error((std::string(only) + "; item " + std::to_string(i) + " is a " +
+                            Py_TYPE(item)->tp_name)
+                               .c_str());
+    int overflow = 0;
+    const long long value = PyLong_AsLongLongAndOverflow(item, &overflow);
+    if (value == -1 && PyErr_Occurred()) throw nb::python_error();
+    if (overflow == 0) {
+      negative |= value < 0;
+      out[i] = static_cast<std::uint64_t>(value);
+      continue;
+    }
+    const unsigned long long big = overflow > 0 ? PyLong_AsUnsignedLongLong(item) : 0;
+    if (overflow < 0 || (big == static_cast<unsigned long long>(-1) && PyErr_Occurred())) {
+      PyErr_Clear();
+      throw nb::value_error(("item " + std::to_string(i) +
+                             " of the list: an int key must fit in 64 bits (-2**63 <= key < 2**64)")
+                                .c_str());
+    }
+    past_int64 = true;
+    out[i] = big;
+  }
+  if (negative && past_int64)
+    throw nb::type_error(
+        "a list of ints holding both negative keys and keys >= 2**63 has no integer type: pass a "
+        "NumPy uint64 array (a negative key as its two's complement) or an int64 one");
+  return array;
+}
+
 void read_int(nb::handle obj, host_keys& keys) {
   int overflow = 0;
   long long value = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
@@ -393,11 +433,16 @@ host_keys read_host_keys(nb::handle obj) {
     } else if (PyUnicode_Check(first) || PyBytes_Check(first) || first == Py_None) {
       read_strings(obj, keys);
     } else {
+      // NumPy would read True as 1; a lone bool is refused, so is one in a list.
+      for (Py_ssize_t i = 0; i < n; ++i)
+        if (PyBool_Check(PySequence_Fast_GET_ITEM(o, i)))
+          throw nb::type_error(("item " + std::to_string(i) +
+                                " of the list is a bool, which is not a key type (use an int, a str or bytes)")
+                                   .c_str());
       nb::object array = nb::steal(PyArray_FromAny(o, nullptr, 0, 0, 0, nullptr));
       if (!array.is_valid()) throw nb::python_error();
       const char kind = PyArray_DESCR(reinterpret_cast<PyArrayObject*>(array.ptr()))->kind;
-      if (kind != 'i' && kind != 'u')
-        throw nb::type_error("a list of keys must hold only ints, or only str / bytes / None");
+      if (kind != 'i' && kind != 'u') array = uint64_array_of_ints(o, n);
       read_numpy(array, keys);
     }
   } else if (has_attr(obj, "__dlpack__") && has_attr(obj, "__dlpack_device__")) {

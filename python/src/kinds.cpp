@@ -119,6 +119,32 @@ std::uint64_t over_chunks(Self& self, const host_keys& keys, Out* out, Out null_
   return total;
 }
 
+// over_chunks for an add that refuses a whole chunk with filter_full (a non-scaling
+// chain past its capacity): the chunks before it stay inserted, so the error is
+// restated for the batch: not_inserted counts every row from the refused chunk on
+// (the chunk's keys and all later rows), and the message says where the batch stopped.
+template <class Self, class Out, class Op>
+std::uint64_t over_chunks_until_full(Self& self, const host_keys& keys, Out* out, Out null_value, Op&& op) {
+  std::uint64_t total = 0;
+  std::size_t chunk_begin = 0, chunk_end = 0;
+  try {
+    run_chunks(self, keys, [&](const key_piece& part, std::size_t first_row) {
+      chunk_begin = first_row;
+      chunk_end = first_row + part.count;
+      total += apply(part, out != nullptr ? out + first_row : nullptr, null_value, op);
+    });
+  } catch (const filter_full& e) {
+    if (chunk_begin == 0 && chunk_end == keys.count) throw;  // one chunk: the batch itself
+    const std::uint64_t later_rows = keys.count - chunk_end;
+    throw filter_full(std::string(e.what()) + " (of the chunk of rows " + std::to_string(chunk_begin) + " to " +
+                          std::to_string(chunk_end - 1) + "; the " + std::to_string(total) +
+                          " new keys of the rows before it, added chunk_keys at a time, stay inserted, and the " +
+                          std::to_string(later_rows) + " rows after it were not tried)",
+                      e.not_inserted() + later_rows, e.fits());
+  }
+  return total;
+}
+
 template <class T>
 T* array_data(const nb::object& array) {
   return static_cast<T*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(array.ptr())));
@@ -251,7 +277,8 @@ void bind_counting(nb::module_& m) {
     }
     return made(std::move(*f), meta.fpp, where, threads);
   });
-  m.def("_counting_load", [](const std::string& path, const std::string& where, unsigned threads) {
+  m.def("_counting_load", [](nb::handle path_object, const std::string& where, unsigned threads) {
+    const std::string path = os_path(path_object);
     counting_file_metadata meta;
     const options opts = make_options(parse_backend(where), threads);
     std::optional<counting_filter> f;
@@ -342,7 +369,8 @@ void bind_counting(nb::module_& m) {
   cls.def("_serialize", [](self_t& self) {
     return to_bytes(locked(self, [&] { return serialize(self.f, self.fpp); }));
   });
-  cls.def("_save", [](self_t& self, const std::string& path) {
+  cls.def("_save", [](self_t& self, nb::handle path_object) {
+    const std::string path = os_path(path_object);
     locked(self, [&] { save(self.f, path, self.fpp); });
   });
   cls.def_prop_ro("_layout", [](self_t& self) { return layout_tuple(self.f.layout()); });
@@ -380,7 +408,8 @@ void bind_scaling(nb::module_& m) {
     const double fpp = f->config().fpp;
     return made(std::move(*f), fpp, where, threads);
   });
-  m.def("_scaling_load", [](const std::string& path, const std::string& where, unsigned threads) {
+  m.def("_scaling_load", [](nb::handle path_object, const std::string& where, unsigned threads) {
+    const std::string path = os_path(path_object);
     const options opts = make_options(parse_backend(where), threads);
     std::optional<scaling_filter> f;
     {
@@ -394,16 +423,17 @@ void bind_scaling(nb::module_& m) {
   cls.def("add", [](self_t& self, nb::handle keys_obj) {
     const host_keys keys = host_only(keys_obj, "add");
     scaling_filter& f = self.f;
-    return over_chunks(self, keys, static_cast<bool*>(nullptr), false,
-                       [&](bool*, const auto&... key) { return f.add(key...); });
+    return over_chunks_until_full(self, keys, static_cast<bool*>(nullptr), false,
+                                  [&](bool*, const auto&... key) { return f.add(key...); });
   }, "keys"_a, "Inserts the keys new to the chain, in batch order (opening levels as needed); returns how many. "
-               "Non-scaling: gbf.FilterFull when they would pass its capacity (that chunk inserts nothing).");
+               "Non-scaling: gbf.FilterFull when they would pass its capacity (the chunk of chunk_keys rows that "
+               "would inserts nothing; earlier chunks stay inserted; not_inserted counts the rows from that chunk on).");
   cls.def("add_new", [](self_t& self, nb::handle keys_obj) {
     const host_keys keys = host_only(keys_obj, "add_new");
     nb::object is_new = new_numpy_array(keys.count, NPY_BOOL);
     scaling_filter& f = self.f;
-    over_chunks(self, keys, array_data<bool>(is_new), false,
-                [&](bool* o, const auto&... key) { return f.add_new(key..., o); });
+    over_chunks_until_full(self, keys, array_data<bool>(is_new), false,
+                           [&](bool* o, const auto&... key) { return f.add_new(key..., o); });
     return per_key(keys, is_new);
   }, "keys"_a, "add, answering per key: is_new[i] = key i was inserted (absent before it; False for nulls and repeats).");
   cls.def("merge", [](self_t& self, self_t& other) {
@@ -435,7 +465,8 @@ void bind_scaling(nb::module_& m) {
   cls.def("_serialize", [](self_t& self) {
     return to_bytes(locked(self, [&] { return serialize(self.f); }));
   });
-  cls.def("_save", [](self_t& self, const std::string& path) {
+  cls.def("_save", [](self_t& self, nb::handle path_object) {
+    const std::string path = os_path(path_object);
     locked(self, [&] { save(self.f, path); });
   });
   cls.def_prop_ro("_config", [](self_t& self) {
@@ -473,7 +504,8 @@ void bind_cuckoo(nb::module_& m) {
     }
     return made(std::move(*f), meta.fpp, where, threads);
   });
-  m.def("_cuckoo_load", [](const std::string& path, const std::string& where, unsigned threads) {
+  m.def("_cuckoo_load", [](nb::handle path_object, const std::string& where, unsigned threads) {
+    const std::string path = os_path(path_object);
     cuckoo_file_metadata meta;
     const options opts = make_options(parse_backend(where), threads);
     std::optional<cuckoo_filter> f;
@@ -548,7 +580,8 @@ void bind_cuckoo(nb::module_& m) {
   cls.def("_serialize", [](self_t& self) {
     return to_bytes(locked(self, [&] { return serialize(self.f, self.fpp); }));
   });
-  cls.def("_save", [](self_t& self, const std::string& path) {
+  cls.def("_save", [](self_t& self, nb::handle path_object) {
+    const std::string path = os_path(path_object);
     locked(self, [&] { save(self.f, path, self.fpp); });
   });
   cls.def_prop_ro("_layout", [](self_t& self) {

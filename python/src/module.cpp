@@ -10,6 +10,7 @@
 #include <nanobind/stl/tuple.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "docstrings.hpp"
 #include "gbf/io.hpp"
@@ -177,6 +178,15 @@ void init_module(nb::module_& m) {
   m.def("_from_layout", [](std::uint32_t w, std::uint32_t k, std::uint64_t seed,
                            std::uint64_t blocks, std::uint64_t capacity, double fpp,
                            const std::string& where, unsigned threads) {
+    // fpp only travels with the filter (save, pickle): refuse here a value those would
+    // refuse later, when the filter may hold a day's keys. 0 = unknown (fpp=None).
+    if (!(fpp == 0 || (fpp > 0 && fpp < 1)))
+    {
+      char text[32];
+      std::snprintf(text, sizeof text, "%g", fpp);
+      throw invalid_argument(std::string("fpp must be in (0, 1), or None (unknown) with an explicit layout; got ") +
+                             text);
+    }
     return made(filter(make_layout(w, k, seed, blocks), make_options(parse_backend(where), threads),
                        capacity),
                 fpp, where, threads);
@@ -198,7 +208,8 @@ void init_module(nb::module_& m) {
     }
     return made(std::move(*f), meta.fpp, where, threads);
   });
-  m.def("_load", [](const std::string& path, const std::string& where, unsigned threads) {
+  m.def("_load", [](nb::handle path_object, const std::string& where, unsigned threads) {
+    const std::string path = os_path(path_object);
     file_metadata meta;
     const options opts = make_options(parse_backend(where), threads);
     std::optional<filter> f;
@@ -219,8 +230,9 @@ void init_module(nb::module_& m) {
     }
     return made(std::move(*f), 0, where, threads);
   });
-  m.def("_load_parquet_sbbf", [](const std::string& path, bool header, const std::string& where,
+  m.def("_load_parquet_sbbf", [](nb::handle path_object, bool header, const std::string& where,
                                  unsigned threads) {
+    const std::string path = os_path(path_object);
     const options opts = make_options(parse_backend(where), threads);
     std::optional<filter> f;
     {
@@ -381,12 +393,14 @@ void init_module(nb::module_& m) {
     }
     return to_bytes(bytes);
   });
-  cls.def("_save", [](py_filter& self, const std::string& path) {
+  cls.def("_save", [](py_filter& self, nb::handle path_object) {
+    const std::string path = os_path(path_object);
     nb::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(self.mutex);
     save(self.f, path, self.fpp);
   });
-  cls.def("_save_parquet_sbbf", [](py_filter& self, const std::string& path, bool header) {
+  cls.def("_save_parquet_sbbf", [](py_filter& self, nb::handle path_object, bool header) {
+    const std::string path = os_path(path_object);
     nb::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(self.mutex);
     save_parquet_sbbf(self.f, path, header);

@@ -45,7 +45,7 @@ pq::read_options read_options_for(bool allow_missing, const std::string& where, 
 pq::column_filter_set read_source(nb::handle source, const std::string& column,
                                   const pq::read_options& opts) {
   if (PyUnicode_Check(source.ptr())) {
-    const std::string path = nb::cast<std::string>(source);
+    const std::string path = os_path(source);
     nb::gil_scoped_release release;
     return pq::column_filters(path, column, opts);
   }
@@ -102,7 +102,8 @@ struct py_pruner {
 }  // namespace
 
 void bind_parquet(nb::module_& m) {
-  m.def("_parquet_columns", [](const std::string& path) {
+  m.def("_parquet_columns", [](nb::handle path_object) {
+    const std::string path = os_path(path_object);
     std::vector<pq::column_info> columns;
     {
       nb::gil_scoped_release release;

@@ -75,6 +75,32 @@ def test_integer_widths_hash_by_value(client):
     assert bool(unsigned.contains(np.arange(100, dtype=np.uint64)).all())
 
 
+def test_a_filter_of_32_bit_keys_is_probed_at_the_column_width(client, tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    import gbf.parquet
+    ids = np.arange(5_000, dtype=np.int32)
+    path = str(tmp_path / "users.parquet")
+    pq.write_table(pa.table({"user_id": ids}), path, bloom_filter_options={"user_id": {"ndv": 5_000, "fpp": 0.01}})
+    probe = dd.from_pandas(pd.DataFrame({"user_id": np.arange(10_000, dtype=np.int32)}), npartitions=3)
+    by_hand = gbf.Filter(5_000, 0.01, backend="cpu")
+    by_hand.add(ids)  # an int32 array: 4-byte keys
+    for bloom in (gbf.parquet.extract_filter(path, "user_id"), by_hand):
+        kept = gd.prefilter(probe, "user_id", bloom, int_keys="column").compute()["user_id"]
+        assert set(ids) <= set(kept)  # every match kept
+        # The default widens to 8 bytes, as build_filter adds: these filters' keys are not found.
+        widened = gd.prefilter(probe, "user_id", bloom).compute()["user_id"]
+        assert (widened < 5_000).sum() < 500
+    # build_filter with the same int_keys makes the hand-built filter's bits.
+    built = gd.build_filter(dd.from_pandas(pd.Series(ids), npartitions=2), 5_000, 0.01, int_keys="column")
+    assert np.array_equal(built.words(), by_hand.words())
+    assert gd.keys_of(pd.Series(np.arange(3, dtype=np.uint16)), "column").dtype == np.uint32
+    nullable_int8 = pd.Series(pa.array([1, None], pa.int8()), dtype=pd.ArrowDtype(pa.int8()))
+    assert gd.keys_of(nullable_int8, "column").type == pa.int32()
+    assert gd.keys_of(np.arange(3, dtype=np.int64), "column").dtype == np.int64
+    with pytest.raises(ValueError, match="int_keys must be one of"):
+        gd.prefilter(probe, "user_id", by_hand, int_keys="int32")
+
+
 def test_dask_array_keys(client):
     keys = np.random.default_rng(3).integers(0, 2**40, 20_000)
     bf = gd.build_filter(da.from_array(keys, chunks=3_000), 20_000)

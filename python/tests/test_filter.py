@@ -3,6 +3,7 @@ copies, errors, threads and Ctrl-C."""
 
 import copy
 import io
+import os
 import pickle
 import signal
 import threading
@@ -205,6 +206,58 @@ def test_file_errors(tmp_path):
     (tmp_path / "dir").mkdir()
     with pytest.raises(OSError):
         f.save(tmp_path / "dir")
+
+
+def test_paths_are_os_bytes_and_a_nul_byte_is_refused(tmp_path):
+    f = gbf.Filter(1000, 0.01, backend="cpu")
+    f.add(np.arange(100, dtype=np.uint64))
+    # A name that is not UTF-8 (any bytes but NUL and '/' name a POSIX file), as bytes
+    # and as the str os.fsdecode makes of it (surrogate escapes).
+    raw = os.fsencode(str(tmp_path)) + b"/\xff.gbf"
+    f.save(raw)
+    assert os.path.exists(raw)
+    assert np.array_equal(gbf.load(raw).words(), f.words())
+    assert np.array_equal(gbf.load(os.fsdecode(raw)).words(), f.words())
+    counting = gbf.CountingFilter(1000, 0.01, backend="cpu")
+    counting.save(os.fsdecode(raw) + ".c")
+    assert gbf.CountingFilter.load(raw + b".c").layout == counting.layout
+    # The C++ side would cut a name at a NUL and write or read another file.
+    (tmp_path / "f.gbf").write_bytes(f.to_bytes())
+    for call in (lambda: f.save(str(tmp_path / "new.gbf\0.bak")), lambda: gbf.load(str(tmp_path / "f.gbf\0x")),
+                 lambda: f.save(raw + b"\0"), lambda: counting.save(str(tmp_path / "c\0")),
+                 lambda: f.save(str(tmp_path / "p\0"), "parquet-sbbf")):
+        with pytest.raises(ValueError, match="holds a NUL byte"):
+            call()
+    assert not (tmp_path / "new.gbf").exists() and not (tmp_path / "c").exists()
+
+
+def test_an_explicit_layout_refuses_an_fpp_its_files_could_not_record():
+    shape = gbf.Layout(8, 8, 0, 64)
+    for fpp in (float("nan"), 5.0, -1.0, 1.0, float("inf")):
+        with pytest.raises(gbf.InvalidArgument, match="fpp must be in"):
+            gbf.Filter(1000, fpp=fpp, layout=shape)
+    for fpp in (None, 0.5):
+        f = gbf.Filter(1000, fpp=fpp, layout=shape)
+        assert pickle.loads(pickle.dumps(f)).fpp == fpp
+
+
+def test_layout_expected_fpr_refuses_a_negative_or_nan_key_count():
+    shape = gbf.Layout(8, 8, 0, 100)
+    assert shape.expected_fpr(0) == 0.0 and 0 < shape.expected_fpr(1000) < 1
+    for keys in (-5, float("nan")):
+        with pytest.raises(ValueError, match="keys must be a number >= 0"):
+            shape.expected_fpr(keys)
+
+
+class _Subclass(gbf.Filter):
+    pass
+
+
+def test_pickle_keeps_a_subclass():
+    f = _Subclass(1000, 0.01)
+    f.add(np.arange(10, dtype=np.uint64))
+    g = pickle.loads(pickle.dumps(f))
+    assert type(g) is _Subclass and np.array_equal(g.words(), f.words())
 
 
 def test_threads_share_a_filter_safely(rng):

@@ -102,6 +102,14 @@ def test_dlpack_cpu_tensor(f):
     assert f.contains(keys).all()
 
 
+def test_a_list_spanning_int64_and_uint64_is_read_as_uint64(f):
+    # NumPy makes float64 of [1, 2**63]; read as such, 2**63 + 1 would round to 2**63.
+    f.add([1, 2**63 + 1])
+    assert 1 in f and 2**63 + 1 in f
+    assert f.contains([2**63 + 1, 2**64 - 1, 1]).tolist() == [True, False, True]
+    assert f.contains(np.array([1, 2**63 + 1], dtype=np.uint64)).all()
+
+
 def test_scalars_and_lists(f):
     f.add(7)
     f.add("seven")
@@ -126,6 +134,10 @@ def test_scalars_and_lists(f):
     (object(), TypeError),
     ([1, "a"], TypeError),
     (["a", 1], TypeError),
+    ([2, True], TypeError),           # NumPy would read True as 1; a lone True is refused
+    ([1, 2.5], TypeError),
+    ([-1, 2**63], TypeError),         # no integer type holds both
+    ([1, 2**64], ValueError),
     (2**64, ValueError),
     (-(2**63) - 1, ValueError),
     (pa.array([1.0, 2.0]), TypeError),

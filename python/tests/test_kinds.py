@@ -179,6 +179,22 @@ def test_scaling_non_scaling_chain_raises_filter_full(rng):
     assert f.stats().expansion == 0
 
 
+def test_a_refused_chunk_of_a_long_batch_counts_every_row_from_it_on():
+    f = gbf.ScalingFilter(100, 0.01, backend="cpu", non_scaling=True)
+    f.chunk_keys = 8
+    with pytest.raises(gbf.FilterFull) as info:
+        f.add(np.arange(200, dtype=np.uint64))
+    inserted = f.stats().keys_inserted
+    assert inserted == 96  # the chunks before the refused one stay inserted
+    assert info.value.not_inserted == 200 - inserted
+    assert "chunk of rows 96 to 103" in str(info.value) and "stay inserted" in str(info.value)
+    g = gbf.ScalingFilter(100, 0.01, backend="cpu", non_scaling=True)
+    g.chunk_keys = 8
+    with pytest.raises(gbf.FilterFull) as info:
+        g.add_new(np.arange(200, dtype=np.uint64))
+    assert info.value.not_inserted == 200 - g.stats().keys_inserted
+
+
 def test_scaling_files_and_pickle_round_trip(rng, tmp_path):
     f = gbf.ScalingFilter(300, 0.01, backend="cpu", expansion=3, layout="16/16/7")
     f.add(rng.integers(0, 2**64 - 1, size=3_000, dtype=np.uint64))

@@ -104,6 +104,9 @@ def test_prune_per_key_equals_each_row_groups_filter(files, column):
     for i in range(500):
         assert 0 in result.row_groups_of(i)
         assert GROUPS + 2 in result.row_groups_of(500 + i)
+    for out_of_range in (-1, len(keys)):
+        with pytest.raises(IndexError, match="out of range"):
+            result.row_groups_of(out_of_range)
 
 
 def test_prune_skips_row_groups_no_key_is_in(files):
