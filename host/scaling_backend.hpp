@@ -22,6 +22,11 @@ namespace gbf::detail {
 /// shrinks geometrically, so memory, not this bound, ends a real chain.
 inline constexpr std::size_t max_scaling_levels = 64;
 
+/// Bits per key a level may spend (512 bytes): a level sized past it for its
+/// tightened target is not opened (plan_level), so a chain's memory stays within
+/// 512 bytes per key of its capacity however far the targets tighten.
+inline constexpr double max_level_bits_per_key = 4096;
+
 /// Nullptr when `c` is a valid config, else a sentence naming the problem.
 const char* config_problem(const scaling_config& c);
 
@@ -29,7 +34,7 @@ const char* config_problem(const scaling_config& c);
 /// target fpp (1 - r) r^index (non-scaling: fpp), layout size_for(capacity, fpp,
 /// shape), no keys. Throws filter_full (fits 0) naming the level when it cannot
 /// exist: past max_scaling_levels, a capacity past 2^64, an fpp that underflows,
-/// or a size past 2^32 blocks.
+/// a size past 2^32 blocks, or more than max_level_bits_per_key bits per key.
 scaling_level plan_level(const scaling_config& c, std::size_t index);
 
 /// Capacity of level `index` under `c`, or 0 when it passes 2^64.

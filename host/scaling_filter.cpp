@@ -76,6 +76,19 @@ scaling_level plan_level(const scaling_config& c, std::size_t index) {
                           std::to_string(level.fpp) + ": " + e.what(),
                       0, 0);
   }
+  // k is fixed, so as the targets tighten a level's bits per key grow, slowly
+  // at first, then (below about one key per block) doubling per level: with
+  // expansion 1 a chain of small levels reached gigabytes per level by its 60th.
+  // Past max_level_bits_per_key the chain stops instead, its memory bounded by
+  // its keys (512 bytes each at most).
+  const double bits_per_key = bits_per_key_at(level.l, level.capacity);
+  if (bits_per_key > max_level_bits_per_key)
+    throw filter_full(which + "its target fpp " + std::to_string(level.fpp) + " needs " +
+                          std::to_string(static_cast<std::uint64_t>(bits_per_key)) +
+                          " bits per key with k = " + std::to_string(c.s.bits_per_key) + ", more than " +
+                          std::to_string(static_cast<std::uint64_t>(max_level_bits_per_key)) +
+                          " (create the chain with a larger capacity or expansion, or a tightening nearer 1)",
+                      0, 0);
   return level;
 }
 

@@ -119,8 +119,14 @@ std::string format_double(double v) {
 
 double expected_fpr(const layout& l, double num_keys) {
   if (!(num_keys > 0)) return 0.0;
+  if (std::isinf(num_keys)) return 1.0;  // estimate_distinct_keys of a full filter
   const probe_split s = split_probes(l);
   const double lambda = num_keys / static_cast<double>(l.num_blocks);
+  // The mixture spreads over about sqrt(lambda) terms each side of the mode, and
+  // j += 1 stops moving once j passes 2^53. Past 2^20 keys a block (a block of at
+  // most 512 bits is full long before) the spread, a 1e-3 relative width, is
+  // invisible against the block FPR at the mean, which is 1 to double precision.
+  if (lambda > 0x1p20) return std::min(1.0, block_fpr(s, lambda));
   // Sum the Poisson(lambda) mixture outward from the mode. Above the mode the
   // block FPR (at most 1) grows with j, so stop once the pmf p_j is negligible
   // against the total (the rest of the tail is at most p_j / (1 - lambda/(j+1))):
@@ -141,7 +147,7 @@ double expected_fpr(const layout& l, double num_keys) {
     total += p * block_fpr(s, j);
     if (p < negligible) break;
   }
-  return total;
+  return std::min(total, 1.0);  // the pmf's rounding may sum to 1 + 1e-8
 }
 
 layout size_for(std::uint64_t capacity, double fpp, const shape& s) {
@@ -225,6 +231,7 @@ double estimate_distinct_keys(const layout& l, std::uint64_t bits_set) {
 
 double estimate_standard_error(const layout& l, double num_keys) {
   if (!(num_keys > 0)) return 0.0;
+  if (std::isinf(num_keys)) return num_keys;  // a full filter's estimate is unbounded
   const probe_split s = split_probes(l);
   const double n = num_keys;
   const double num_blocks = static_cast<double>(l.num_blocks);

@@ -73,11 +73,14 @@ __global__ void __launch_bounds__(block_threads)
 // Unique adds: the first entry of each run of equal (smaller bucket, tag) owns
 // the run, walks it in batch order (a key repeated throughout a batch is thus
 // one thread's serial walk: correct, slow), checks its key against the table
-// as it was before the batch, and marks the others duplicates of it.
+// as it was before the batch, and marks the others duplicates of it. The run's
+// keys differ at most in which of the two buckets is their primary; the head
+// is placed as any of them whose primary is the smaller bucket (it takes that
+// key's hash), so the table does not depend on which key of the run comes first.
 template <std::uint32_t F>
 __global__ void __launch_bounds__(block_threads)
     dedupe_kernel(std::size_t n, cuckoo_layout l, const std::uint64_t* __restrict__ words,
-                  const std::uint64_t* __restrict__ hashes, const std::uint64_t* __restrict__ keys,
+                  std::uint64_t* __restrict__ hashes, const std::uint64_t* __restrict__ keys,
                   const std::uint32_t* __restrict__ positions, std::uint32_t* __restrict__ representative,
                   std::uint8_t* __restrict__ outcome) {
   for (std::size_t k = first_index(); k < n; k += grid_stride()) {
@@ -92,9 +95,18 @@ __global__ void __launch_bounds__(block_threads)
     const bool present = cuckoo_bucket<F>::holds(a, p.tag) || cuckoo_bucket<F>::holds(b, p.tag);
     representative[head] = head;
     outcome[head] = present ? as_byte(cuckoo_status::present) : pending;
+    bool oriented = p.bucket <= p.alternate;
     for (std::size_t j = k + 1; j < n && keys[j] == key; ++j) {
       representative[positions[j]] = head;
       outcome[positions[j]] = duplicate;
+      if (!oriented) {
+        const std::uint64_t h = hashes[positions[j]];
+        const cuckoo_place q = cuckoo_place_of(h, l);
+        if (q.bucket < q.alternate) {
+          hashes[head] = h;
+          oriented = true;
+        }
+      }
     }
   }
 }

@@ -405,7 +405,7 @@ class cpu_bloom final : public bloom_backend {
       return;
     }
     const bool walks = parts <= max_owned_walk_threads && owned_walks_run(keys);
-    if (op == kernel_op::add && copies_pay(keys.count, parts, walks)) {
+    if (op == kernel_op::add && copies_pay(keys.count, parts, walks) && have_private_copies(parts)) {
       add_with_private_copies(keys, parts);
       return;
     }
@@ -581,11 +581,22 @@ class cpu_bloom final : public bloom_backend {
   /// reads it (one pass over the copy, not a second one to clear it): a copy is
   /// all zeros between calls (allocate_words zeroes a new one), so no call
   /// zeroes a copy before using it.
-  void add_with_private_copies(const key_batch& keys, unsigned parts) {
+  /// Whether the `parts - 1` private copies exist, allocating the missing ones:
+  /// false when memory refuses one (the add then takes another road, which needs
+  /// less; the copies made so far are kept for a later call).
+  bool have_private_copies(unsigned parts) {
     const std::uint64_t bytes = layout_.size_bytes();
-    while (private_copies_.size() < parts - 1)
-      private_copies_.push_back(
-          cpu::allocate_words(bytes, huge_pages_, "a thread's private copy of the CPU filter"));
+    try {
+      while (private_copies_.size() < parts - 1)
+        private_copies_.push_back(
+            cpu::allocate_words(bytes, huge_pages_, "a thread's private copy of the CPU filter"));
+    } catch (const allocation_error&) {
+      return false;
+    }
+    return true;
+  }
+
+  void add_with_private_copies(const key_batch& keys, unsigned parts) {
     cpu::with_hashes(keys, layout_.seed, [&](auto hash_of) {
       const auto kernel = kernel_for<decltype(hash_of)>(kernels_);
       cpu::run_in_ranges(cpu::key_bounds(keys, parts), [&](unsigned part, std::uint64_t begin,

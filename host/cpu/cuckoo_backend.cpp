@@ -306,7 +306,10 @@ class cpu_cuckoo final : public cuckoo_backend {
 
     // Unique adds: a key present before the piece is present; among keys with
     // the same buckets and tag (the same (smaller bucket, tag)), only the first
-    // in batch order may be inserted, and the others share its fate.
+    // in batch order may be inserted, and the others share its fate. They differ
+    // at most in which bucket is their primary: the first is placed as any of
+    // them whose primary is the smaller bucket, so that which of them comes first
+    // does not change the table (kernels/cuckoo_sorted.cu's dedupe does the same).
     std::vector<std::uint32_t> representative;
     if (unique) {
       for (sort_entry& e : entries) {
@@ -320,7 +323,12 @@ class cpu_cuckoo final : public cuckoo_backend {
         const std::uint32_t j = entries[k].position;
         const bool head = k == 0 || entries[k - 1].key != entries[k].key;
         representative[j] = head ? j : representative[entries[k - 1].position];
-        if (!head) continue;
+        if (!head) {
+          cuckoo_place& first_place = places[representative[j]];
+          if (first_place.bucket > first_place.alternate && places[j].bucket < places[j].alternate)
+            first_place = places[j];
+          continue;
+        }
         const cuckoo_place& p = places[j];
         if (bucket_ops::holds(bucket_words(p.bucket), p.tag) ||
             bucket_ops::holds(bucket_words(p.alternate), p.tag)) {

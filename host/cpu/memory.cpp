@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -42,6 +43,19 @@ std::uint64_t physical_memory_bytes() noexcept {
   const long page_bytes = ::sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page_bytes <= 0) return 0;
   return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_bytes);
+}
+
+// MemAvailable of /proc/meminfo in bytes (free memory plus what the kernel can
+// reclaim without swapping), 0 where there is none.
+std::uint64_t available_memory_bytes() noexcept {
+  std::FILE* meminfo = std::fopen("/proc/meminfo", "re");
+  if (meminfo == nullptr) return 0;
+  char line[256];
+  unsigned long long kib = 0;
+  while (std::fgets(line, sizeof line, meminfo) != nullptr)
+    if (std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
+  std::fclose(meminfo);
+  return static_cast<std::uint64_t>(kib) * 1024;
 }
 
 // POPCNT is not in the x86-64 baseline, so without -mpopcnt __builtin_popcount
@@ -81,6 +95,11 @@ word_array allocate_words(std::uint64_t bytes, bool huge_pages, const char* what
   // anyway: refuse what exceeds physical memory up front, by name.
   if (const std::uint64_t physical = physical_memory_bytes(); physical != 0 && bytes > physical)
     throw fail(": more than this machine's " + std::to_string(physical) + " bytes of physical memory");
+  // The same for what is left: a chain of scaling levels, or many filters, each
+  // below physical memory, would otherwise end in the OOM killer as well.
+  if (const std::uint64_t available = available_memory_bytes(); available != 0 && bytes > available)
+    throw fail(": more than the " + std::to_string(available) +
+               " bytes of memory this machine has available (MemAvailable)");
   if (huge_pages && bytes >= huge_page_bytes) {
     // Huge pages back only 2 MiB-aligned ranges: map one extra huge page and
     // trim the mapping to an aligned start.

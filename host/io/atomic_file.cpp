@@ -357,6 +357,12 @@ write_lock::write_lock(const std::string& target, bool wait)
         const long holder = n > 0 ? std::strtol(text, nullptr, 10) : 0;
         ::close(fd_);
         fd_ = -1;
+        // flock locks belong to open files: another file_lock of this process
+        // (another thread's write, or one still held here) refuses it as well.
+        if (holder == static_cast<long>(::getpid()))
+          throw io_error("'" + target + "' is locked by this process (pid " + std::to_string(holder) +
+                             "): another write to it is in progress here",
+                         EWOULDBLOCK);
         throw io_error("'" + target + "' is locked by another gbf process" +
                            (holder > 0 ? " (pid " + std::to_string(holder) + ")" : std::string()) +
                            " writing it",

@@ -228,11 +228,21 @@ std::vector<leaf_column> leaf_columns(const file_metadata& meta, const std::stri
   std::vector<std::int64_t> children_left{schema[0].num_children};
   std::vector<std::string> path;
   std::vector<leaf_column> leaves;
+  // Each leaf keeps its ancestors' names, so a footer of n bytes nesting n/2
+  // groups over n/2 leaves asks for n^2/4 names (a crafted 100 KB footer: over
+  // 1.5 GB). Bound what the leaves hold: real schemas hold a few MB at most.
+  constexpr std::uint64_t max_leaf_path_bytes = std::uint64_t{64} << 20;
+  constexpr std::uint64_t bytes_per_name = sizeof(std::string);  // a name's own footprint
+  std::uint64_t ancestors_bytes = 0;  // what a leaf's copy of `path` holds
+  std::uint64_t leaf_path_bytes = 0;
   std::size_t index = 1;
   while (!children_left.empty()) {
     if (children_left.back() == 0) {
       children_left.pop_back();
-      if (!children_left.empty()) path.pop_back();
+      if (!children_left.empty()) {
+        ancestors_bytes -= 2 * path.back().size() + 1 + bytes_per_name;
+        path.pop_back();
+      }
       continue;
     }
     --children_left.back();
@@ -242,8 +252,14 @@ std::vector<leaf_column> leaf_columns(const file_metadata& meta, const std::stri
     const schema_element& e = schema[index];
     if (e.num_children > 0) {
       path.push_back(e.name);
+      ancestors_bytes += 2 * e.name.size() + 1 + bytes_per_name;  // the name, in the path and dotted
       children_left.push_back(e.num_children);
     } else if (e.type.has_value()) {
+      leaf_path_bytes += ancestors_bytes + 2 * e.name.size() + bytes_per_name;
+      if (leaf_path_bytes > max_leaf_path_bytes)
+        fail("the leaf columns' paths (each leaf's ancestor group names) pass " +
+             std::to_string(max_leaf_path_bytes >> 20) + " MiB by leaf " + std::to_string(leaves.size()) +
+             ", nested " + std::to_string(path.size()) + " groups deep");
       leaf_column leaf;
       leaf.path = path;
       leaf.path.push_back(e.name);

@@ -197,6 +197,8 @@ class cuckoo_filter {
   }
   /// Adds `n` keys as `how` says; status[i] (may be null) says what happened to
   /// key i. Never throws filter_full: failures are in the status and the report.
+  /// A null status is written typed, `static_cast<cuckoo_status*>(nullptr)` (a bare
+  /// nullptr would as well name the stream of the throwing add above).
   template <class Key>
   cuckoo_add_report add(const Key* keys, std::size_t n, cuckoo_status* status,
                         const cuckoo_add_options& how = {}, stream_t stream = nullptr) {

@@ -34,7 +34,8 @@ struct shape {
   std::uint64_t seed = 0;             ///< xxh64 seed.
 };
 
-/// Expected FPR of `l` holding `num_keys` distinct keys (exact Poisson model above).
+/// Expected FPR of `l` holding `num_keys` distinct keys (exact Poisson model above):
+/// in [0, 1]; 0 for num_keys <= 0 or NaN, 1 for +infinity (a full filter's estimate).
 double expected_fpr(const layout& l, double num_keys);
 
 /// Smallest layout of shape `s` whose expected FPR at `capacity` keys is <= `fpp`.
@@ -55,7 +56,7 @@ double estimate_distinct_keys(const layout& l, std::uint64_t bits_set);
 
 /// Standard deviation of estimate_distinct_keys over random sets of `num_keys`
 /// distinct keys in `l` (exact covariances of the bits, then the delta method);
-/// 0 for num_keys <= 0.
+/// 0 for num_keys <= 0, +infinity for +infinity.
 double estimate_standard_error(const layout& l, double num_keys);
 
 }  // namespace gbf

@@ -1,5 +1,6 @@
 // gbf/files.hpp: the crash-safe save and the writer lock as applications use them.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -79,6 +80,10 @@ TEST(FileLock, SecondWriterWithoutWaitIsRefusedWhileTheFirstHoldsIt) {
       FAIL() << "expected io_error";
     } catch (const io_error& e) {
       EXPECT_EQ(e.os_error(), EWOULDBLOCK) << e.what();
+      // It names this process as the holder, not "another gbf process".
+      EXPECT_NE(std::string(e.what()).find("locked by this process (pid " + std::to_string(::getpid()) + ")"),
+                std::string::npos)
+          << e.what();
     }
   }
   file_lock again(path, false);  // released with the first holder

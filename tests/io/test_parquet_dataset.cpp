@@ -249,6 +249,26 @@ TEST(ParquetFooter, MalformedFilesAreFormatErrorsNamingTheProblem) {
   EXPECT_CONTAINS(message(build(bad)), "1 schema elements follow the root's last child");
 }
 
+// Each leaf keeps its ancestors' names, so a small footer nesting long-named
+// groups over many leaves once asked for memory quadratic in its size (a crafted
+// 100 KB footer: 1.5 GB). Here 20 groups of 20,000-byte names over 100 leaves: a
+// 400 KB footer whose leaves would hold 80 MB of names, past the 64 MiB bound.
+TEST(ParquetFooter, LeafPathsPastTheirBoundAreAFormatErrorNotQuadraticMemory) {
+  constexpr int depth = 20, leaves = 100;
+  file_spec spec;
+  spec.schema.push_back(group("schema", 1));
+  for (int d = 0; d < depth; ++d) spec.schema.push_back(group(std::string(20'000, 'g'), d + 1 < depth ? 1 : leaves));
+  for (int i = 0; i < leaves; ++i) spec.schema.push_back(leaf("x" + std::to_string(i), INT32));
+  const std::vector<std::uint8_t> file = build(spec);
+  const std::string message = error_of<gbf::format_error>([&] { read(file, "x0"); });
+  EXPECT_CONTAINS(message, "malformed Parquet footer: the leaf columns' paths");
+  EXPECT_CONTAINS(message, "pass 64 MiB by leaf");
+  // Under the bound the same nesting reads: 5 leaves.
+  spec.schema.resize(1 + depth + 5);
+  spec.schema[depth].num_children = 5;
+  EXPECT_CONTAINS(error_of<gbf::invalid_argument>([&] { read(build(spec), "x0"); }), "no column 'x0'");
+}
+
 TEST(ParquetFooter, EveryTruncationAndByteFlipIsAnErrorOrAConsistentAnswer) {
   const std::vector<std::uint8_t> good = build(flat_file());
   // Cut the file anywhere: the end magic moves, so every cut is rejected.

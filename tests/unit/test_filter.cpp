@@ -2,10 +2,13 @@
 // stats, errors, and the calls a CPU filter refuses or ignores (device words,
 // _async calls, streams). The GPU side is in tests/gpu/test_gpu_filter.cpp.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <random>
@@ -348,6 +351,45 @@ TEST(Filter, AnImpossibleAllocationIsAnAllocationError) {
       EXPECT_NE(std::string(e.what()).find("physical memory"), std::string::npos) << e.what();
     }
   }
+}
+
+// Below physical memory but above what is left: refused as well, by name, before a
+// page is touched (a scaling chain's levels, each below physical memory, once grew
+// until the OOM killer ended the process).
+TEST(Filter, AnAllocationPastTheAvailableMemoryIsAnAllocationError) {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string name;
+  std::uint64_t kib = 0, available = 0;
+  while (meminfo >> name >> kib) {
+    if (name == "MemAvailable:") available = kib * 1024;
+    meminfo.ignore(64, '\n');
+  }
+  const std::uint64_t physical = static_cast<std::uint64_t>(sysconf(_SC_PHYS_PAGES)) *
+                                 static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+  if (available == 0 || physical < available + (std::uint64_t{1} << 28))
+    GTEST_SKIP() << "no MemAvailable, or less than 256 MiB of memory in use: no size lies between";
+  // Halfway between what is available and physical memory, in whole blocks.
+  const std::uint64_t bytes = available + (physical - available) / 2;
+  if (bytes / 32 > gbf::max_num_blocks) GTEST_SKIP() << bytes << " bytes is past the largest layout";
+  const gbf::layout between{8, 8, 0, bytes / 32};
+  // Should MemAvailable grow past `bytes` meanwhile, the address-space limit makes
+  // the mapping fail (a message without "MemAvailable": the test fails) instead of
+  // zeroing most of the machine's memory.
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_AS, &saved), 0);
+  rlimit capped = saved;
+  capped.rlim_cur = std::min<rlim_t>(saved.rlim_cur, rlim_t{1} << 36);  // 64 GiB of address space
+  if (capped.rlim_cur > bytes / 2 + (rlim_t{1} << 32)) capped.rlim_cur = bytes / 2 + (rlim_t{1} << 32);
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &capped), 0);
+  std::string message;
+  try {
+    gbf::filter f(between, on_cpu());
+  } catch (const gbf::allocation_error& e) {
+    EXPECT_EQ(e.bytes(), between.size_bytes());
+    message = e.what();
+  }
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &saved), 0);
+  EXPECT_NE(message.find("available (MemAvailable)"), std::string::npos) << message;
 }
 
 TEST(Filter, WordsRoundTripThroughFromWordsAndCopyTo) {

@@ -7,6 +7,7 @@
 // tests/gpu/test_gpu_scaling.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -593,6 +594,39 @@ TEST(ScalingFilter, LevelsThatCannotExistAreFilterFull) {
             std::string::npos);
   c.policy.tightening = 1e-200;
   EXPECT_NE(message_of([&] { detail::plan_level(c, 3); }).find("underflows"), std::string::npos);
+}
+
+// With expansion 1 every level holds the same keys at a target half the last, and
+// (k fixed) past about one key per block each level doubled: a chain of capacity 1
+// grew until the OOM killer ended it. Levels past 4096 bits per key do not open.
+TEST(ScalingFilter, ALevelPastItsBitsPerKeyBoundIsFilterFullNotAnEndlessGrowth) {
+  scaling_policy p;
+  p.expansion = 1;
+  scaling_filter f = scaling_filter::create(1, 0.01, p, on_cpu(1));
+  std::uint64_t added = 0;
+  std::string message;
+  try {
+    for (std::uint64_t i = 0; i < 200; ++i) {
+      const std::uint64_t key = i * 2654435761u + 1;
+      added += f.add(&key, 1);
+    }
+  } catch (const filter_full& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("bits per key with k = 8, more than 4096"), std::string::npos) << message;
+  const scaling_stats s = f.stats();
+  EXPECT_EQ(s.keys_inserted, added);
+  std::uint64_t bytes = 0;
+  for (const scaling_level& level : f.levels()) {
+    EXPECT_LE(bits_per_key_at(level.l, level.capacity), 4096.0);
+    bytes += level.l.size_bytes();
+  }
+  EXPECT_LE(bytes, 512 * f.levels().size());  // capacity 1 per level
+  std::vector<std::uint64_t> keys;  // what went in stays found
+  for (std::uint64_t i = 0; i < added; ++i) keys.push_back(i * 2654435761u + 1);
+  std::unique_ptr<bool[]> found(new bool[keys.size()]);
+  f.contains(keys.data(), keys.size(), found.get());
+  EXPECT_TRUE(std::all_of(found.get(), found.get() + keys.size(), [](bool b) { return b; }));
 }
 
 TEST(ScalingFilter, CpuChainRefusesDeviceOnlyCallsAndExplicitGpuWithoutOne) {

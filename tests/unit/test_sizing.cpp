@@ -123,6 +123,34 @@ TEST(Sizing, FprClimbsFastPastCapacity) {
   EXPECT_LT(at_double, 0.2);
 }
 
+// The Poisson sum once looped forever past 2^53 keys per block (j += 1 stops moving)
+// and on +infinity, which estimate_distinct_keys returns for a full filter, and its
+// rounding could exceed 1 by 1e-8.
+TEST(Sizing, ExpectedFprIsAProbabilityThatNeverFallsForAnyKeyCount) {
+  for (const gbf::shape& s : all_shapes) {
+    for (std::uint64_t num_blocks : {std::uint64_t{1}, std::uint64_t{1000}}) {
+      gbf::layout l;
+      l.words_per_block = s.words_per_block;
+      l.bits_per_key = s.bits_per_key;
+      l.num_blocks = num_blocks;
+      double previous = 0;
+      for (double keys = 1; keys < 1e40; keys *= 3.7) {
+        const double fpr = gbf::expected_fpr(l, keys);
+        // Non-decreasing up to the Poisson sum's rounding (about 1e-11).
+        ASSERT_GE(fpr, previous * (1 - 1e-9)) << s.words_per_block << "/" << s.bits_per_key << " at " << keys;
+        ASSERT_LE(fpr, 1.0) << s.words_per_block << "/" << s.bits_per_key << " at " << keys;
+        previous = fpr;
+      }
+      EXPECT_EQ(previous, 1.0);
+      const double full = gbf::estimate_distinct_keys(l, l.num_bits());
+      ASSERT_TRUE(std::isinf(full));
+      EXPECT_EQ(gbf::expected_fpr(l, full), 1.0);
+      EXPECT_TRUE(std::isinf(gbf::estimate_standard_error(l, full)));
+      EXPECT_EQ(gbf::expected_fpr(l, std::numeric_limits<double>::quiet_NaN()), 0.0);
+    }
+  }
+}
+
 TEST(Sizing, RejectsImpossibleRequestsWithNamedErrors) {
   EXPECT_NE(message_of(0, 0.01).find("capacity"), std::string::npos);
   for (double fpp : {0.0, 1.0, -0.5, 2.0, std::numeric_limits<double>::infinity()})
