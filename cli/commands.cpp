@@ -108,9 +108,7 @@ template <class Filter>
 std::string ran_on(const Filter& f) { return to_string(f.where()); }
 
 std::string estimated_keys_text(const filter_stats& s) {
-  return std::isinf(s.estimated_keys)
-             ? "unknown (every bit is set)"
-             : with_commas(static_cast<std::uint64_t>(std::llround(s.estimated_keys)));
+  return gbf::cli::estimated_keys_text(s.estimated_keys, "every bit is set");
 }
 
 void warn_if_over_capacity(const filter& f, const std::string& path) {

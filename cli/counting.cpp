@@ -50,12 +50,8 @@ void warn_if_saturated(const counting_filter& f, const std::string& path) {
                counter_max(s.counter_bits));
 }
 
-/// The estimate of distinct keys, or why there is none (every counter nonzero:
-/// the estimate -m/k ln(1 - fill) is infinite).
 std::string estimated_keys_text(const counting_stats& s) {
-  return std::isinf(s.estimated_keys)
-             ? "unknown (every counter is nonzero)"
-             : with_commas(static_cast<std::uint64_t>(std::llround(s.estimated_keys)));
+  return gbf::cli::estimated_keys_text(s.estimated_keys, "every counter is nonzero");
 }
 
 void warn_if_over_capacity(const counting_filter& f, const std::string& path) {

@@ -10,9 +10,7 @@
 
 #include <cstdio>
 #include <functional>
-#include <map>
 #include <new>
-#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>

@@ -1,6 +1,5 @@
 #include "cli/options.hpp"
 
-#include <cmath>
 #include <cstdlib>
 #include <optional>
 

@@ -1,6 +1,7 @@
 #include "cli/text.hpp"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
@@ -42,6 +43,11 @@ std::string bytes_text(std::uint64_t bytes) {
 void check_stdout() {
   if (std::fflush(stdout) != 0 || std::ferror(stdout))
     throw io_error(std::string("standard output: write failed: ") + std::strerror(errno), errno);
+}
+
+std::string estimated_keys_text(double estimate, const char* why) {
+  return std::isinf(estimate) ? std::string("unknown (") + why + ")"
+                              : with_commas(static_cast<std::uint64_t>(std::llround(estimate)));
 }
 
 std::string mib_text(double mib) {

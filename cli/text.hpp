@@ -16,6 +16,10 @@ std::string human(double x);
 /// numbers grouped, others to 6 significant digits). Byte counts pass `bytes >> 20`.
 std::string mib_text(double mib);
 
+/// An estimate of distinct keys with commas, or "unknown (`why`)" when it is
+/// infinite (a full filter: the estimate inverts log(1 - fill)).
+std::string estimated_keys_text(double estimate, const char* why);
+
 /// A byte count in binary units: 96 -> "96 B", 1536 -> "1.5 KiB", 3 << 29 -> "1.5 GiB".
 std::string bytes_text(std::uint64_t bytes);
 

@@ -112,6 +112,26 @@ void read_numpy(nb::handle obj, host_keys& keys) {
 
 // --- Python scalars and sequences of strings --------------------------------------
 
+// The 8 bytes gbf hashes for the Python int `item`: its value as an int64 when it
+// fits (fits_int64 = true), else as a uint64. ValueError outside [-2**63, 2**64),
+// its message starting with `which` ("" for a lone key).
+std::uint64_t int_key_bits(PyObject* item, bool& fits_int64, const std::string& which) {
+  int overflow = 0;
+  const long long value = PyLong_AsLongLongAndOverflow(item, &overflow);
+  if (value == -1 && PyErr_Occurred()) throw nb::python_error();
+  fits_int64 = overflow == 0;
+  if (fits_int64) return static_cast<std::uint64_t>(value);
+  const unsigned long long big = overflow > 0 ? PyLong_AsUnsignedLongLong(item) : 0;
+  if (overflow < 0 || (big == static_cast<unsigned long long>(-1) && PyErr_Occurred())) {
+    PyErr_Clear();
+    throw nb::value_error((which +
+                           "an int key must fit in 64 bits (-2**63 <= key < 2**64): gbf hashes its 8 "
+                           "little-endian bytes")
+                              .c_str());
+  }
+  return big;
+}
+
 // A list of Python ints NumPy did not make an integer array of: it turns one holding
 // both int64-only and uint64-only values (e.g. [1, 2**63]) into float64, which would
 // round keys. Ints in [0, 2**64) go to a uint64 array (each int alone is hashed by its
@@ -127,23 +147,10 @@ nb::object uint64_array_of_ints(PyObject* list, Py_ssize_t n) {
       throw nb::type_error((std::string(only) + "; item " + std::to_string(i) + " is a " +
                             Py_TYPE(item)->tp_name)
                                .c_str());
-    int overflow = 0;
-    const long long value = PyLong_AsLongLongAndOverflow(item, &overflow);
-    if (value == -1 && PyErr_Occurred()) throw nb::python_error();
-    if (overflow == 0) {
-      negative |= value < 0;
-      out[i] = static_cast<std::uint64_t>(value);
-      continue;
-    }
-    const unsigned long long big = overflow > 0 ? PyLong_AsUnsignedLongLong(item) : 0;
-    if (overflow < 0 || (big == static_cast<unsigned long long>(-1) && PyErr_Occurred())) {
-      PyErr_Clear();
-      throw nb::value_error(("item " + std::to_string(i) +
-                             " of the list: an int key must fit in 64 bits (-2**63 <= key < 2**64)")
-                                .c_str());
-    }
-    past_int64 = true;
-    out[i] = big;
+    bool fits_int64 = false;
+    out[i] = int_key_bits(item, fits_int64, "item " + std::to_string(i) + " of the list: ");
+    negative |= fits_int64 && static_cast<std::int64_t>(out[i]) < 0;
+    past_int64 |= !fits_int64;
   }
   if (negative && past_int64)
     throw nb::type_error(
@@ -153,27 +160,13 @@ nb::object uint64_array_of_ints(PyObject* list, Py_ssize_t n) {
 }
 
 void read_int(nb::handle obj, host_keys& keys) {
-  int overflow = 0;
-  long long value = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
-  std::uint64_t bits = 0;
-  if (value == -1 && PyErr_Occurred()) throw nb::python_error();
-  if (overflow == 0) {
-    bits = static_cast<std::uint64_t>(value);
-  } else {
-    const unsigned long long big = overflow > 0 ? PyLong_AsUnsignedLongLong(obj.ptr()) : 0;
-    if (overflow < 0 || (big == static_cast<unsigned long long>(-1) && PyErr_Occurred())) {
-      PyErr_Clear();
-      throw nb::value_error(
-          "an int key must fit in 64 bits (-2**63 <= key < 2**64): gbf hashes its 8 "
-          "little-endian bytes");
-    }
-    bits = big;
-  }
+  bool fits_int64 = false;
+  const std::uint64_t bits = int_key_bits(obj.ptr(), fits_int64, "");
   auto* storage = keys.allocate(sizeof bits);
   std::memcpy(storage, &bits, sizeof bits);
   key_piece piece;
   piece.kind = key_kind::u64;
-  piece.is_signed = overflow == 0;  // by value: an int64 when it fits, else a uint64
+  piece.is_signed = fits_int64;  // by value: an int64 when it fits, else a uint64
   piece.data = storage;
   piece.count = 1;
   keys.add_piece(piece);

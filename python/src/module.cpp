@@ -180,8 +180,7 @@ void init_module(nb::module_& m) {
                            const std::string& where, unsigned threads) {
     // fpp only travels with the filter (save, pickle): refuse here a value those would
     // refuse later, when the filter may hold a day's keys. 0 = unknown (fpp=None).
-    if (!(fpp == 0 || (fpp > 0 && fpp < 1)))
-    {
+    if (!(fpp == 0 || (fpp > 0 && fpp < 1))) {
       char text[32];
       std::snprintf(text, sizeof text, "%g", fpp);
       throw invalid_argument(std::string("fpp must be in (0, 1), or None (unknown) with an explicit layout; got ") +
