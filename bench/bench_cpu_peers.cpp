@@ -3,6 +3,7 @@
 // has the results and how to fetch the peers.
 //
 //   gbf_bench_cpu_peers [--cases l2,1e7,1e8,llc] [--repeat N] [--sections ...]
+//                       [--threads T] [--thread-counts 1,2,4,...]
 //
 // Peers (only those the build was given: GBF_FASTFILTER_DIR, GBF_PARQUET_DIR):
 // Lemire's fastfilter_cpp SimdBlockFilter and SimdBlockFilterFixed, Arrow
@@ -20,7 +21,8 @@
 //             parallelism reached: outstanding misses = keys/s x latency
 //             (Little's law), per core.
 //   scaling   gbf add and contains on batches of 1e6 and 1e7 keys with
-//             T = 1 .. hardware threads, and an add made of atomic fetch_or
+//             T = 1 .. hardware threads (or the T of --thread-counts; 1
+//             always among them), and an add made of atomic fetch_or
 //             over key ranges (the alternative design), each against T x one
 //             thread's keys/s; and their bound, the same number of random
 //             64-byte line read-OR-writes in the filter's memory on T threads
@@ -553,18 +555,21 @@ double random_line_or_seconds(std::uint64_t* lines, std::uint64_t num_lines,
   });
 }
 
-void run_scaling(const bench_case& c, unsigned max_threads, unsigned repeat,
+/// thread_counts: the T of the rows, ascending, starting at 1 (every ratio is
+/// against one thread's keys/s).
+void run_scaling(const bench_case& c, const std::vector<unsigned>& thread_counts, unsigned repeat,
                  const std::vector<std::uint64_t>& batches) {
+  const unsigned max_threads = thread_counts.back();
   const std::uint64_t blocks = c.bytes / 32;
   std::printf("\n### Thread scaling, %s filter (%s)\n\n", bytes_text(c.bytes).c_str(), c.where.c_str());
   std::printf("| op | batch | threads | ns/key | keys/s | vs T x 1 thread | best ns/key | best: vs T x 1 thread | CPU ns/key (all threads) | CPU vs 1 thread | cores used |\n"
               "|---|---|---|---|---|---|---|---|---|---|---|\n");
-  std::vector<gbf::filter> filters;
-  for (unsigned t = 1; t <= max_threads; ++t) {
+  std::map<unsigned, gbf::filter> filters;
+  for (const unsigned t : thread_counts) {
     gbf::options o;
     o.where = gbf::backend::cpu;
     o.cpu_threads = t;
-    filters.emplace_back(layout_of(c.bytes), o);
+    filters.emplace(t, gbf::filter(layout_of(c.bytes), o));
   }
   const std::uint64_t max_batch = *std::max_element(batches.begin(), batches.end());
   std::vector<std::uint64_t> batch_keys(max_batch);
@@ -586,9 +591,9 @@ void run_scaling(const bench_case& c, unsigned max_threads, unsigned repeat,
     std::vector<std::uint32_t> reference;
     bool bits_ok = true;
     for (unsigned r = 0; r < repeat; ++r) {
-      for (unsigned t0 = 0; t0 < max_threads; ++t0) {
-        const unsigned t = 1 + (t0 + r) % max_threads;
-        gbf::filter& f = filters[t - 1];
+      for (std::size_t i = 0; i < thread_counts.size(); ++i) {
+        const unsigned t = thread_counts[(i + r) % thread_counts.size()];
+        gbf::filter& f = filters.at(t);
         f.clear();
         add_s[t].push_back(timed([&] { f.add(batch_keys.data(), b); }, add_cpu[t]));
         if (buffer.words != nullptr)
@@ -618,7 +623,7 @@ void run_scaling(const bench_case& c, unsigned max_threads, unsigned repeat,
                            const std::vector<std::vector<double>>& cpu) {
       const summary one = summarize(s[1]);
       const double one_cpu = summarize(cpu[1]).median;
-      for (unsigned t = 1; t <= max_threads; ++t) {
+      for (const unsigned t : thread_counts) {
         const summary m = summarize(s[t]);
         const double c = summarize(cpu[t]).median;
         std::printf("| %s | %.0e | %u | %.2f (±%.0f%%) | %.1f M | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n",
@@ -636,7 +641,8 @@ void run_scaling(const bench_case& c, unsigned max_threads, unsigned repeat,
       // repeats: per repeat, (add's 1-thread time / its T-thread time) over
       // (the bound's 1-thread time / its T-thread time); median over repeats.
       // 1.00: the add's T threads gained all that the memory system gave.
-      for (unsigned t = 2; t <= max_threads; ++t) {
+      for (const unsigned t : thread_counts) {
+        if (t == 1) continue;
         std::vector<double> ratio;
         for (unsigned r = 0; r < repeat; ++r)
           ratio.push_back((add_s[1][r] / add_s[t][r]) / (bound_s[1][r] / bound_s[t][r]));
@@ -717,6 +723,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> sections = {"latency", "peers", "scaling", "overhead"};
   unsigned repeat = 3;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<unsigned> thread_counts;  // --thread-counts; default 1 .. threads
   std::vector<std::uint64_t> scaling_batches = {1'000'000, 10'000'000};
   std::vector<std::string> engine_filter;  // --engines: rows whose name contains one of these
   for (int i = 1; i < argc; ++i) {
@@ -738,13 +745,24 @@ int main(int argc, char** argv) {
       engine_filter = split(value());
     else if (a == "--threads")
       threads = static_cast<unsigned>(std::max(1, std::atoi(value().c_str())));
-    else if (a == "--scaling-batches") {
+    else if (a == "--thread-counts") {
+      thread_counts.clear();
+      for (const std::string& t : split(value())) {
+        const int count = std::atoi(t.c_str());
+        if (count < 1) {
+          std::fprintf(stderr, "--thread-counts: '%s' is not a thread count (a whole number from 1)\n", t.c_str());
+          return 2;
+        }
+        thread_counts.push_back(static_cast<unsigned>(count));
+      }
+    } else if (a == "--scaling-batches") {
       scaling_batches.clear();
       for (const std::string& b : split(value())) scaling_batches.push_back(static_cast<std::uint64_t>(std::stod(b)));
     } else {
       std::fprintf(stderr,
                    "usage: %s [--cases l2,1e7,1e8,llc] [--sections latency,peers,scaling,overhead] "
-                   "[--repeat N] [--threads T] [--scaling-batches 1e6,1e7] [--engines gbf,Fixed,...]\n",
+                   "[--repeat N] [--threads T] [--thread-counts 1,2,4,...] [--scaling-batches 1e6,1e7] "
+                   "[--engines gbf,Fixed,...]\n",
                    argv[0]);
       return 2;
     }
@@ -818,8 +836,13 @@ int main(int argc, char** argv) {
     }
   }
 
+  if (thread_counts.empty())
+    for (unsigned t = 1; t <= threads; ++t) thread_counts.push_back(t);
+  thread_counts.push_back(1);  // every ratio is against one thread
+  std::sort(thread_counts.begin(), thread_counts.end());
+  thread_counts.erase(std::unique(thread_counts.begin(), thread_counts.end()), thread_counts.end());
   if (has("scaling"))
-    for (const bench_case& c : cases) run_scaling(c, threads, repeat, scaling_batches);
+    for (const bench_case& c : cases) run_scaling(c, thread_counts, repeat, scaling_batches);
 
   if (has("overhead")) {
     const std::uint64_t small = pow2_at_most(std::max<std::uint64_t>(caches.l2_bytes / 2, 64 << 10));

@@ -14,6 +14,7 @@
 #include "host/cuckoo_backend.hpp"
 #include "host/keys.hpp"
 #include "host/verify.hpp"
+#include "host/number_text.hpp"
 
 namespace gbf {
 namespace {
@@ -87,7 +88,7 @@ double cuckoo_expected_fpr(const cuckoo_layout& l, std::uint64_t keys) {
 cuckoo_layout cuckoo_size_for(std::uint64_t capacity, double fpp, const cuckoo_shape& s) {
   if (capacity == 0) throw invalid_argument("capacity must be at least 1");
   if (!(fpp > 0 && fpp < 1))
-    throw invalid_argument("fpp must be in (0, 1), got " + std::to_string(fpp));
+    throw invalid_argument("fpp must be in (0, 1), got " + detail::number_text(fpp));
   if (s.tag_bits != 0 && s.tag_bits != 8 && s.tag_bits != 16 && s.tag_bits != 32)
     throw invalid_argument("tag_bits must be 0 (choose), 8, 16 or 32, got " +
                            std::to_string(s.tag_bits));
@@ -119,7 +120,7 @@ cuckoo_layout cuckoo_size_for(std::uint64_t capacity, double fpp, const cuckoo_s
   }
   if (!found)
     throw invalid_argument("a cuckoo filter for " + std::to_string(capacity) + " keys at fpp " +
-                           std::to_string(fpp) + " needs more than 2^32 - 1 buckets");
+                           detail::number_text(fpp) + " needs more than 2^32 - 1 buckets");
   return best;
 }
 

@@ -14,6 +14,7 @@
 #include "host/keys.hpp"
 #include "host/verify.hpp"
 #include "host/scaling_backend.hpp"
+#include "host/number_text.hpp"
 
 namespace gbf {
 namespace detail {
@@ -73,7 +74,7 @@ scaling_level plan_level(const scaling_config& c, std::size_t index) {
     level.l = size_for(level.capacity, level.fpp, c.s);
   } catch (const invalid_argument& e) {
     throw filter_full(which + "capacity " + std::to_string(level.capacity) + " at fpp " +
-                          std::to_string(level.fpp) + ": " + e.what(),
+                          number_text(level.fpp) + ": " + e.what(),
                       0, 0);
   }
   // k is fixed, so as the targets tighten a level's bits per key grow, slowly
@@ -83,7 +84,7 @@ scaling_level plan_level(const scaling_config& c, std::size_t index) {
   // its keys (512 bytes each at most).
   const double bits_per_key = bits_per_key_at(level.l, level.capacity);
   if (bits_per_key > max_level_bits_per_key)
-    throw filter_full(which + "its target fpp " + std::to_string(level.fpp) + " needs " +
+    throw filter_full(which + "its target fpp " + number_text(level.fpp) + " needs " +
                           std::to_string(static_cast<std::uint64_t>(bits_per_key)) +
                           " bits per key with k = " + std::to_string(c.s.bits_per_key) + ", more than " +
                           std::to_string(static_cast<std::uint64_t>(max_level_bits_per_key)) +
@@ -184,15 +185,10 @@ std::string config_differences(const scaling_config& a, const scaling_config& b)
     if (!out.empty()) out += ", ";
     out += std::string(name) + " " + x + " vs " + y;
   };
-  auto number = [](double v) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.17g", v);
-    return std::string(text);
-  };
   field("initial capacity", std::to_string(a.initial_capacity), std::to_string(b.initial_capacity));
-  field("fpp", number(a.fpp), number(b.fpp));
+  field("fpp", detail::number_text(a.fpp, 17), detail::number_text(b.fpp, 17));
   field("expansion", std::to_string(a.policy.expansion), std::to_string(b.policy.expansion));
-  field("tightening", number(a.policy.tightening), number(b.policy.tightening));
+  field("tightening", detail::number_text(a.policy.tightening, 17), detail::number_text(b.policy.tightening, 17));
   field("non-scaling", a.policy.non_scaling ? "yes" : "no", b.policy.non_scaling ? "yes" : "no");
   field("words_per_block", std::to_string(a.s.words_per_block), std::to_string(b.s.words_per_block));
   field("bits_per_key", std::to_string(a.s.bits_per_key), std::to_string(b.s.bits_per_key));
@@ -231,8 +227,8 @@ void check_levels(const scaling_config& config, const std::vector<scaling_level>
                              std::to_string(capacity));
     const double fpp = detail::level_fpp(config, i);
     if (!(std::fabs(level.fpp - fpp) <= 1e-12 * fpp))
-      throw invalid_argument(name + "target fpp " + std::to_string(level.fpp) +
-                             " is not the rule's " + std::to_string(fpp));
+      throw invalid_argument(name + "target fpp " + detail::number_text(level.fpp, 17) +
+                             " is not the rule's " + detail::number_text(fpp, 17));
     if (level.keys > level.capacity)
       throw invalid_argument(name + std::to_string(level.keys) + " keys exceed its capacity " +
                              std::to_string(level.capacity));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gbf/error.hpp"
+#include "host/number_text.hpp"
 
 namespace gbf {
 namespace {
@@ -109,12 +110,6 @@ double block_fpr(const probe_split& s, double j) {
 
 [[noreturn]] void reject(const std::string& what) { throw invalid_argument(what); }
 
-std::string format_double(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
-
 }  // namespace
 
 double expected_fpr(const layout& l, double num_keys) {
@@ -153,7 +148,7 @@ double expected_fpr(const layout& l, double num_keys) {
 layout size_for(std::uint64_t capacity, double fpp, const shape& s) {
   if (capacity == 0) reject("capacity must be at least 1 key");
   if (std::isnan(fpp)) reject("fpp is NaN; it must be a probability in (0, 1)");
-  if (!(fpp > 0.0 && fpp < 1.0)) reject("fpp must be in (0, 1), got " + format_double(fpp));
+  if (!(fpp > 0.0 && fpp < 1.0)) reject("fpp must be in (0, 1), got " + detail::number_text(fpp));
   layout l;
   l.words_per_block = s.words_per_block;
   l.bits_per_key = s.bits_per_key;
@@ -168,8 +163,8 @@ layout size_for(std::uint64_t capacity, double fpp, const shape& s) {
   };
   if (fpr_with(max_num_blocks) > fpp) {
     const double block_bytes = static_cast<double>(l.words_per_block) * bytes_per_word;
-    reject("capacity " + std::to_string(capacity) + " at fpp " + format_double(fpp) +
-           " needs more than 2^32 blocks (" + format_double(block_bytes * 4294967296.0 / 1073741824.0) +
+    reject("capacity " + std::to_string(capacity) + " at fpp " + detail::number_text(fpp) +
+           " needs more than 2^32 blocks (" + detail::number_text(block_bytes * 4294967296.0 / 1073741824.0) +
            " GiB), the largest filter gbf can address; lower the capacity or raise fpp");
   }
   // The FPR falls monotonically as blocks are added (fewer keys per block), so
@@ -188,7 +183,7 @@ layout size_for(std::uint64_t capacity, double fpp, const shape& s) {
 }
 
 double classic_bits_per_key(double fpp) {
-  if (!(fpp > 0.0 && fpp < 1.0)) reject("fpp must be in (0, 1), got " + format_double(fpp));
+  if (!(fpp > 0.0 && fpp < 1.0)) reject("fpp must be in (0, 1), got " + detail::number_text(fpp));
   const double ln2 = std::log(2.0);
   return -std::log(fpp) / (ln2 * ln2);
 }

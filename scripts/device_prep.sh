@@ -12,19 +12,28 @@
 #                    runtime, for the binaries only)
 #   .device/wheels/  the gbf Python package for CPython 3.12 (linked to the same
 #                    library) and the wheels its device tests use that the image lacks
+#                    and gbf_bench_cpu_peers (the CPU stage: thread scaling on the device
+#                    machine's cores, which this 2-vCPU machine cannot show)
 # Environment: GBF_CUCO_INCLUDE_DIR (a cuCollections include dir, e.g. .peers/cuco/include)
-# adds the cuco peer rows to gbf_bench_gpu; GBF_DEVICE_WHEELS="duckdb==X ..." downloads
-# extra wheels (default: duckdb, for the DuckDB cross-checks).
+# adds the cuco peer rows to gbf_bench_gpu; GBF_FASTFILTER_DIR (fastfilter_cpp's src/, e.g.
+# .peers/fastfilter_cpp/src) adds the SimdBlockFilter rows to gbf_bench_cpu_peers;
+# GBF_DEVICE_WHEELS="duckdb==X ..." downloads extra wheels (default: duckdb, for the
+# DuckDB cross-checks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 source scripts/env.sh
-cuco_args=()
-[ -n "${GBF_CUCO_INCLUDE_DIR:-}" ] && cuco_args=(-DGBF_CUCO_INCLUDE_DIR="$(realpath "$GBF_CUCO_INCLUDE_DIR")")
-cmake -S . -B build/device -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 "${cuco_args[@]}" >/dev/null
-# Only what runs on the device (the CPU-only fuzz driver and CPU benchmarks stay here).
+peer_args=()
+[ -n "${GBF_CUCO_INCLUDE_DIR:-}" ] && peer_args+=(-DGBF_CUCO_INCLUDE_DIR="$(realpath "$GBF_CUCO_INCLUDE_DIR")")
+# x86-64-v3 (AVX2, what SimdBlockFilter needs), not this machine's -march=native:
+# the device machine's CPU may lack this one's instructions.
+[ -n "${GBF_FASTFILTER_DIR:-}" ] && peer_args+=(-DGBF_FASTFILTER_DIR="$(realpath "$GBF_FASTFILTER_DIR")"
+                                                -DGBF_FASTFILTER_MARCH=x86-64-v3)
+cmake -S . -B build/device -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 "${peer_args[@]}" >/dev/null
+# Only what runs on the device (the CPU-only fuzz driver stays here; Arrow's
+# Parquet peer too, whose libraries would not fit the carry).
 targets=(gbf_tests gbf_promise_tests gbf_bench_analysis_tests gbf_cli gbf_example_join_probe
-         gbf_bench_gpu gbf_bench_strings gbf_bench_parquet)
+         gbf_bench_gpu gbf_bench_strings gbf_bench_parquet gbf_bench_cpu_peers)
 cmake --build build/device -j "$(nproc)" --target "${targets[@]}"
 
 # The binaries and their libraries travel as one compressed archive (the device

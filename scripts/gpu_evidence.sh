@@ -27,6 +27,10 @@
 #   strings    gbf_bench_strings (URL / id / long-tail mixes vs the bound)           ~3
 #   join       gbf join on the GPU: SF 1 and 10 x selectivity 1/5/25/100 %           ~4
 #   demo       scripts/demo.sh's command: gbf bench with the defaults                ~1
+#   cpu        gbf_bench_cpu_peers on the device machine's CPU (no GPU): thread scaling
+#              of add and contains at T = 1, 2, 4, ... up to its cores, gbf against
+#              SimdBlockFilter per core (when prepared with GBF_FASTFILTER_DIR), the
+#              cost of a call; CPU_REPEAT (default 5) repeats per cell               ~6
 # The kernel benchmarks (gbf_bench_gpu) have their own script, scripts/gpu_bench.sh.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -148,8 +152,15 @@ case $stage in
     run join env OUT_TSV="$out/join.tsv" docs/join-prefilter/measure.sh "$gbf" --backend gpu ;;
   demo)
     run demo "$gbf" bench --json "$out/demo.json" --plot "$out/demo.png" ;;
+  cpu)
+    cores=$(nproc)
+    counts=1
+    for ((t = 2; t < cores; t *= 2)); do counts+=",$t"; done
+    [ "$cores" -gt 1 ] && counts+=",$cores"
+    run cpu "$bin/gbf_bench_cpu_peers" --cases l2,1e7,llc --repeat "${CPU_REPEAT:-5}" \
+      --thread-counts "$counts" --scaling-batches 1e6,1e7 ;;
   *)
-    echo "unknown stage '$stage' (tests, gtest, python, sanitize, sweep, strings, join, demo)" >&2
+    echo "unknown stage '$stage' (tests, gtest, python, sanitize, sweep, strings, join, demo, cpu)" >&2
     exit 2 ;;
 esac
 exit $status

@@ -15,9 +15,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "gbf/error.hpp"
@@ -58,6 +61,48 @@ std::uint64_t available_memory_bytes() noexcept {
   return static_cast<std::uint64_t>(kib) * 1024;
 }
 
+// The first whitespace-separated token of a file, "" where it cannot be read.
+std::string first_token(const std::string& path) {
+  std::ifstream in(path);
+  std::string token;
+  in >> token;
+  return token;
+}
+
+// A whole decimal number, nullopt for anything else ("max", "", "12x").
+std::optional<std::uint64_t> whole_number(const std::string& text) {
+  if (text.empty() || text.size() > 20 ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  return std::strtoull(text.c_str(), nullptr, 10);
+}
+
+// The value of `key` in a memory.stat file (0 where it is absent).
+std::uint64_t stat_value(const std::string& path, const std::string& key) {
+  std::ifstream in(path);
+  std::string name;
+  std::uint64_t value = 0;
+  while (in >> name >> value)
+    if (name == key) return value;
+  return 0;
+}
+
+// The headroom of one cgroup directory: limit - working set, nullopt without a limit.
+// v2 names its files memory.max / memory.current ("max": no limit); v1
+// memory.limit_in_bytes / memory.usage_in_bytes (no limit reads as about 2^63).
+std::optional<std::uint64_t> directory_headroom(const std::string& dir, bool v2) {
+  const std::optional<std::uint64_t> limit =
+      whole_number(first_token(dir + (v2 ? "/memory.max" : "/memory.limit_in_bytes")));
+  if (!limit || *limit >= (std::uint64_t{1} << 62)) return std::nullopt;
+  const std::optional<std::uint64_t> usage =
+      whole_number(first_token(dir + (v2 ? "/memory.current" : "/memory.usage_in_bytes")));
+  if (!usage) return std::nullopt;
+  const std::uint64_t reclaimable =
+      std::min(*usage, stat_value(dir + "/memory.stat", v2 ? "inactive_file" : "total_inactive_file"));
+  const std::uint64_t working_set = *usage - reclaimable;
+  return *limit > working_set ? *limit - working_set : 0;
+}
+
 // POPCNT is not in the x86-64 baseline, so without -mpopcnt __builtin_popcount
 // compiles to a libgcc call per word; the POPCNT entry point runs the same loop
 // with the instruction where the CPU has it.
@@ -74,6 +119,46 @@ __attribute__((target("popcnt"))) std::uint64_t count_bits_popcnt(const std::uin
 #endif
 
 }  // namespace
+
+std::optional<std::uint64_t> cgroup_memory_headroom(const std::string& proc_self_cgroup,
+                                                    const std::string& root) {
+  std::optional<std::uint64_t> headroom;
+  std::istringstream lines(proc_self_cgroup);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const std::size_t first = line.find(':');
+    const std::size_t second = first == std::string::npos ? first : line.find(':', first + 1);
+    if (second == std::string::npos) continue;
+    const std::string controllers = line.substr(first + 1, second - first - 1);
+    std::string path = line.substr(second + 1);
+    bool v2 = false;
+    std::string base;
+    if (line.compare(0, first, "0") == 0 && controllers.empty()) {
+      v2 = true;
+      base = root;
+    } else {
+      std::istringstream names(controllers);
+      std::string name;
+      bool memory = false;
+      while (std::getline(names, name, ',')) memory = memory || name == "memory";
+      if (!memory) continue;
+      base = root + "/memory";
+    }
+    // From the process's cgroup up to the root: each level's limit holds. In a
+    // container the path may name the host's hierarchy, of which only the
+    // container's own cgroup is mounted (at `base`): levels that do not exist
+    // are skipped. At most 64 levels, against a crafted path.
+    for (int level = 0; level < 64; ++level) {
+      while (path.size() > 1 && path.back() == '/') path.pop_back();
+      if (const std::optional<std::uint64_t> room = directory_headroom(base + (path == "/" ? "" : path), v2))
+        headroom = headroom ? std::min(*headroom, *room) : *room;
+      if (path.empty() || path == "/") break;
+      const std::size_t slash = path.rfind('/');
+      path = slash == std::string::npos || slash == 0 ? "/" : path.substr(0, slash);
+    }
+  }
+  return headroom;
+}
 
 void word_deleter::operator()(std::uint32_t* p) const noexcept {
   if (mapped_bytes > 0)
@@ -96,10 +181,22 @@ word_array allocate_words(std::uint64_t bytes, bool huge_pages, const char* what
   if (const std::uint64_t physical = physical_memory_bytes(); physical != 0 && bytes > physical)
     throw fail(": more than this machine's " + std::to_string(physical) + " bytes of physical memory");
   // The same for what is left: a chain of scaling levels, or many filters, each
-  // below physical memory, would otherwise end in the OOM killer as well.
-  if (const std::uint64_t available = available_memory_bytes(); available != 0 && bytes > available)
-    throw fail(": more than the " + std::to_string(available) +
-               " bytes of memory this machine has available (MemAvailable)");
+  // below physical memory, would otherwise end in the OOM killer as well. In a
+  // container (Docker, Kubernetes, a Dask worker's limit) the cgroup's limit is
+  // the one that OOM-kills, whatever the machine has free. Reading /proc and the
+  // cgroup files takes tens of microseconds, more than zeroing a small array
+  // (which cannot be what tips the machine over): only from 1 MiB.
+  if (bytes >= (std::uint64_t{1} << 20)) {
+    if (const std::uint64_t available = available_memory_bytes(); available != 0 && bytes > available)
+      throw fail(": more than the " + std::to_string(available) +
+                 " bytes of memory this machine has available (MemAvailable)");
+    std::ostringstream self_cgroup;
+    self_cgroup << std::ifstream("/proc/self/cgroup").rdbuf();
+    if (const std::optional<std::uint64_t> room = cgroup_memory_headroom(self_cgroup.str(), "/sys/fs/cgroup");
+        room && bytes > *room)
+      throw fail(": more than the " + std::to_string(*room) +
+                 " bytes this process's memory cgroup limit leaves it");
+  }
   if (huge_pages && bytes >= huge_page_bytes) {
     // Huge pages back only 2 MiB-aligned ranges: map one extra huge page and
     // trim the mapping to an aligned start.

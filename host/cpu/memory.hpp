@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 
 namespace gbf::detail::cpu {
 
@@ -19,8 +21,19 @@ using word_array = std::unique_ptr<std::uint32_t[], word_deleter>;
 /// cache line; AVX2 loads of a block are aligned). With `huge_pages`, arrays of
 /// 2 MiB or more are mapped 2 MiB-aligned and advised MADV_HUGEPAGE (see
 /// memory.cpp). Throws allocation_error naming `what` and the size, also up front
-/// when the size exceeds the machine's physical memory (no OOM kill mid-memset).
+/// when the size exceeds the machine's physical memory, the memory it has
+/// available, or what this process's memory cgroups leave it (no OOM kill
+/// mid-memset).
 word_array allocate_words(std::uint64_t bytes, bool huge_pages, const char* what);
+
+/// Bytes this process may still take under its memory cgroups' limits: over its
+/// cgroup and every ancestor with a limit, the least of limit - (usage - inactive
+/// file pages, which the kernel reclaims before it OOM-kills). nullopt where no
+/// limit applies or none can be read. `proc_self_cgroup` is the text of
+/// /proc/self/cgroup (v1 "N:memory:/path" or v2 "0::/path" lines), `root` the
+/// cgroup file system's mount point (/sys/fs/cgroup; v1 controllers below it).
+std::optional<std::uint64_t> cgroup_memory_headroom(const std::string& proc_self_cgroup,
+                                                    const std::string& root);
 
 /// Set bits in words[0, n) (POPCNT where the CPU has it).
 std::uint64_t count_set_bits(const std::uint32_t* words, std::uint64_t n);

@@ -1,5 +1,6 @@
 // Byte sources and the word payload (host/io/byte_io.hpp).
 #include "host/io/byte_io.hpp"
+#include "host/number_text.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -91,6 +92,13 @@ std::vector<std::uint32_t> read_words(const layout& l, byte_source& in, xxh64_st
     for (std::size_t i = 0; i < count; ++i) words[first + i] = get_le32(&chunk[4 * i]);
   }
   return words;
+}
+
+bool recordable_fpp(double fpp) { return fpp == 0 || (fpp > 0 && fpp < 1); }
+
+void check_recordable_fpp(const char* what, double fpp) {
+  if (!recordable_fpp(fpp))
+    throw invalid_argument(std::string(what) + ": fpp must be 0 (unknown) or in (0, 1), got " + number_text(fpp));
 }
 
 void check_buffer(const char* what, const std::uint8_t* data, std::size_t size) {

@@ -168,6 +168,12 @@ void write_words(const std::vector<std::uint32_t>& words, byte_sink& out, xxh64_
 /// Reads l.num_words() words; the caller has checked that the source holds them.
 std::vector<std::uint32_t> read_words(const layout& l, byte_source& in, xxh64_stream* hash);
 
+/// Whether a gbf file may record fpp as its target: 0 (unknown) or in (0, 1).
+bool recordable_fpp(double fpp);
+
+/// Throws invalid_argument "<what>: fpp must be 0 (unknown) or in (0, 1), got X" unless recordable_fpp(fpp).
+void check_recordable_fpp(const char* what, double fpp);
+
 /// Throws invalid_argument "<what>: data is null but size = N" for a null buffer of nonzero size.
 void check_buffer(const char* what, const std::uint8_t* data, std::size_t size);
 

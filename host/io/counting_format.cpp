@@ -23,6 +23,7 @@
 #include "host/io/atomic_file.hpp"
 #include "host/io/byte_io.hpp"
 #include "host/io/container.hpp"
+#include "host/number_text.hpp"
 
 namespace gbf {
 namespace {
@@ -37,14 +38,6 @@ using detail::filter_kind;
 
 /// The revision of the counting kind's fields this library writes and reads.
 constexpr std::uint32_t counting_revision = 1;
-
-bool valid_fpp(double fpp) { return fpp == 0 || (fpp > 0 && fpp < 1); }
-
-void check_save_fpp(const char* what, double fpp) {
-  if (!valid_fpp(fpp))
-    throw invalid_argument(std::string(what) + ": fpp must be 0 (unknown) or in (0, 1), got " +
-                           std::to_string(fpp));
-}
 
 void write_counting(const counting_filter& f, double fpp, byte_sink& out) {
   const counting_stats s = f.stats();
@@ -88,8 +81,8 @@ counting_file_metadata read_counting_header(container_reader& reader) {
   m.keys_removed = fields.u64("keys removed");
   if (const char* problem = counting_layout_problem(m.l, m.counter_bits))
     in.fail(std::string("impossible counting filter layout: ") + problem);
-  if (!valid_fpp(m.fpp))
-    in.fail("target fpp " + std::to_string(m.fpp) + " is neither 0 (unknown) nor in (0, 1)");
+  if (!detail::recordable_fpp(m.fpp))
+    in.fail("target fpp " + detail::number_text(m.fpp) + " is neither 0 (unknown) nor in (0, 1)");
   // A valid layout has at most 2^32 * 16 words of 8 counter words: no overflow.
   const std::uint64_t expected = counter_bytes(m.l, m.counter_bits);
   if (reader.payload_bytes() != expected)
@@ -115,7 +108,7 @@ counting_filter read_counting(byte_source& in, const options& opts,
 }  // namespace
 
 std::vector<std::uint8_t> serialize(const counting_filter& f, double fpp) {
-  check_save_fpp("serialize", fpp);
+  detail::check_recordable_fpp("serialize", fpp);
   detail::vector_sink out(static_cast<std::size_t>(counter_bytes(f.layout(), f.counter_bits())) +
                           128);
   write_counting(f, fpp, out);
@@ -130,7 +123,7 @@ counting_filter deserialize_counting(const std::uint8_t* data, std::size_t size,
 }
 
 void save(const counting_filter& f, const std::string& path, double fpp) {
-  check_save_fpp("save", fpp);
+  detail::check_recordable_fpp("save", fpp);
   detail::atomic_file_sink out(path);
   write_counting(f, fpp, out);
   out.commit();

@@ -23,6 +23,7 @@
 #include "host/io/atomic_file.hpp"
 #include "host/io/byte_io.hpp"
 #include "host/io/container.hpp"
+#include "host/number_text.hpp"
 
 namespace gbf {
 namespace {
@@ -36,14 +37,6 @@ using detail::field_writer;
 
 constexpr std::uint32_t cuckoo_revision = 1;
 constexpr std::size_t cuckoo_field_bytes = 72;
-
-bool valid_fpp(double fpp) { return fpp == 0 || (fpp > 0 && fpp < 1); }
-
-void check_save_fpp(const char* what, double fpp) {
-  if (!valid_fpp(fpp))
-    throw invalid_argument(std::string(what) + ": fpp must be 0 (unknown) or in (0, 1), got " +
-                           std::to_string(fpp));
-}
 
 void write_cuckoo(const cuckoo_filter& f, double fpp, byte_sink& out) {
   const cuckoo_layout& l = f.layout();
@@ -88,8 +81,8 @@ cuckoo_filter read_cuckoo(byte_source& in, const options& opts, cuckoo_file_meta
   if (m.max_kicks < 1 || m.max_kicks > cuckoo_max_kicks_limit)
     in.fail("max_kicks " + std::to_string(m.max_kicks) + " is not between 1 and " +
             std::to_string(cuckoo_max_kicks_limit));
-  if (!valid_fpp(m.fpp))
-    in.fail("target fpp " + std::to_string(m.fpp) + " is neither 0 (unknown) nor in (0, 1)");
+  if (!detail::recordable_fpp(m.fpp))
+    in.fail("target fpp " + detail::number_text(m.fpp) + " is neither 0 (unknown) nor in (0, 1)");
   // The layout is valid, so size_bytes() <= 2^32 * 32 cannot overflow.
   if (reader.payload_bytes() != m.l.size_bytes())
     in.fail("payload size " + std::to_string(reader.payload_bytes()) +
@@ -106,7 +99,7 @@ cuckoo_filter read_cuckoo(byte_source& in, const options& opts, cuckoo_file_meta
 }  // namespace
 
 std::vector<std::uint8_t> serialize(const cuckoo_filter& f, double fpp) {
-  check_save_fpp("serialize", fpp);
+  detail::check_recordable_fpp("serialize", fpp);
   detail::vector_sink out(detail::container_fixed_bytes + cuckoo_field_bytes +
                           f.layout().size_bytes() + 8);
   write_cuckoo(f, fpp, out);
@@ -121,7 +114,7 @@ cuckoo_filter deserialize_cuckoo(const std::uint8_t* data, std::size_t size, con
 }
 
 void save(const cuckoo_filter& f, const std::string& path, double fpp) {
-  check_save_fpp("save", fpp);
+  detail::check_recordable_fpp("save", fpp);
   detail::atomic_file_sink out(path);
   write_cuckoo(f, fpp, out);
   out.commit();

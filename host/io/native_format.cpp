@@ -12,6 +12,7 @@
 #include "host/io/atomic_file.hpp"
 #include "host/io/byte_io.hpp"
 #include "host/io/container.hpp"
+#include "host/number_text.hpp"
 
 namespace gbf {
 namespace {
@@ -27,8 +28,6 @@ using detail::put_le32;
 using detail::put_le64;
 using detail::vector_sink;
 using detail::xxh64_stream;
-
-bool valid_fpp(double fpp) { return fpp == 0 || (fpp > 0 && fpp < 1); }
 
 constexpr std::array<std::uint8_t, 8> magic = {'G', 'B', 'F', 'B', 'L', 'O', 'O', 'M'};
 constexpr std::size_t header_bytes = 80;
@@ -65,12 +64,6 @@ std::array<std::uint8_t, header_bytes> encode_header(const file_metadata& m) {
   put_le64(&h[offset::keys_inserted], m.keys_inserted);
   put_le64(&h[offset::payload_bytes], m.l.size_bytes());
   return h;
-}
-
-void check_save_fpp(const char* what, double fpp) {
-  if (!valid_fpp(fpp))
-    throw invalid_argument(std::string(what) + ": fpp must be 0 (unknown) or in (0, 1), got " +
-                           std::to_string(fpp));
 }
 
 void write_native(const filter& f, double fpp, byte_sink& out) {
@@ -130,8 +123,8 @@ file_metadata read_native_header(byte_source& in, xxh64_stream& hash) {
   m.keys_inserted = get_le64(&h[offset::keys_inserted]);
   if (const char* problem = layout_problem(m.l))
     in.fail(std::string("impossible layout: ") + problem);
-  if (!valid_fpp(m.fpp))
-    in.fail("target fpp " + std::to_string(m.fpp) + " is neither 0 (unknown) nor in (0, 1)");
+  if (!detail::recordable_fpp(m.fpp))
+    in.fail("target fpp " + detail::number_text(m.fpp) + " is neither 0 (unknown) nor in (0, 1)");
 
   // The layout is valid, so size_bytes() <= 2^32 * 16 * 4 cannot overflow.
   const std::uint64_t payload = get_le64(&h[offset::payload_bytes]);
@@ -175,7 +168,7 @@ filter read_native(byte_source& in, const options& opts, file_metadata* metadata
 }  // namespace
 
 std::vector<std::uint8_t> serialize(const filter& f, double fpp) {
-  check_save_fpp("serialize", fpp);
+  detail::check_recordable_fpp("serialize", fpp);
   vector_sink out(native_size(f));
   write_native(f, fpp, out);
   return out.take();
@@ -189,7 +182,7 @@ filter deserialize(const std::uint8_t* data, std::size_t size, const options& op
 }
 
 void save(const filter& f, const std::string& path, double fpp) {
-  check_save_fpp("save", fpp);
+  detail::check_recordable_fpp("save", fpp);
   atomic_file_sink out(path);
   write_native(f, fpp, out);
   out.commit();

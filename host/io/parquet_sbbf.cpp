@@ -8,6 +8,7 @@
 #include "host/io/atomic_file.hpp"
 #include "host/io/byte_io.hpp"
 #include "host/io/thrift.hpp"
+#include "host/number_text.hpp"
 
 namespace gbf {
 namespace {
@@ -84,7 +85,7 @@ layout parquet_compatible_layout(std::uint64_t capacity, double fpp) {
   const std::uint64_t needed = l.size_bytes();
   if (needed > parquet_max_bytes)
     throw invalid_argument("parquet_compatible_layout: " + std::to_string(capacity) +
-                           " keys at fpp " + std::to_string(fpp) + " need " +
+                           " keys at fpp " + detail::number_text(fpp) + " need " +
                            std::to_string(needed) +
                            " bytes, more than Parquet's 128 MiB maximum (134217728 bytes)");
   std::uint64_t bytes = parquet_min_bytes;

@@ -180,6 +180,18 @@ TEST(FileFormat, UnknownFppIsStoredAsZeroAndBadFppIsRefused) {
   EXPECT_THROW(gbf::serialize(f, std::nan("")), gbf::invalid_argument);
 }
 
+TEST(FileFormat, ARefusedFppIsNamedWithItsSignificantDigits) {
+  // std::to_string printed every |fpp| under 5e-7 as "0.000000" (or
+  // "-0.000000"), which reads as the valid 0.
+  const gbf::filter f = filled_filter(layout_of(8, 8, 2));
+  try {
+    (void)gbf::serialize(f, -1e-9);
+    FAIL() << "a negative fpp was recorded";
+  } catch (const gbf::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("got -1e-09"), std::string::npos) << e.what();
+  }
+}
+
 TEST(FileFormat, SaveAndLoadFileRoundTripOnCpu) {
   temp_dir dir;
   const std::string path = dir.file("f.gbf");
@@ -426,7 +438,7 @@ TEST(FileFormatCorruption, ReservedFieldAndFppAreChecked) {
   std::memcpy(&bits, &two, 8);
   put_le(bad_fpp, off_fpp, bits, 8);
   reseal(bad_fpp);
-  EXPECT_HAS(load_error(bad_fpp), "target fpp 2.000000 is neither 0 (unknown) nor in (0, 1)");
+  EXPECT_HAS(load_error(bad_fpp), "target fpp 2 is neither 0 (unknown) nor in (0, 1)");
 }
 
 // ---------------------------------------------------------------------------
