@@ -324,7 +324,22 @@ std::uint64_t scaling_filter::add_keys(const key_batch& keys, bool* is_new,
   if (is_new != nullptr) detail::check_results(call.what, batch, is_new);
   if (batch.count == 0) return 0;
   if (config_.policy.non_scaling) return add_bounded(batch, is_new, call);
-  return impl_->add(batch, is_new, call, config_, levels_);
+  const std::uint64_t held_before = keys_inserted();
+  try {
+    return impl_->add(batch, is_new, call, config_, levels_);
+  } catch (const filter_full& e) {
+    // A level could not open mid-batch: the keys inserted before stay (every
+    // level's count says so), the rest do not. Say how many of each, the latter
+    // counted from the bits (one probe, on this error path only), so that
+    // not_inserted is the keys of the batch the chain does not hold.
+    const std::uint64_t inserted = keys_inserted() - held_before;
+    const std::uint64_t absent =
+        detail::keys_to_count(batch) - impl_->count(batch, nullptr, {call.what, call.stream, false});
+    throw filter_full(std::string(call.what) + ": " + e.what() + "; " + std::to_string(inserted) +
+                          " keys of the batch were inserted before it, " + std::to_string(absent) +
+                          " are not in the chain (contains() says which)",
+                      absent, 0);
+  }
 }
 
 // A non-scaling chain refuses an add that would pass its capacity before any

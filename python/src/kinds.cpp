@@ -427,7 +427,9 @@ void bind_scaling(nb::module_& m) {
                                   [&](bool*, const auto&... key) { return f.add(key...); });
   }, "keys"_a, "Inserts the keys new to the chain, in batch order (opening levels as needed); returns how many. "
                "Non-scaling: gbf.FilterFull when they would pass its capacity (the chunk of chunk_keys rows that "
-               "would inserts nothing; earlier chunks stay inserted; not_inserted counts the rows from that chunk on).");
+               "would inserts nothing; earlier chunks stay inserted; not_inserted counts the rows from that chunk on). "
+               "Scaling: gbf.FilterFull when a level cannot open (64 levels, 4096 bits per key); the keys inserted "
+               "before stay, not_inserted counts the batch's keys not in the chain (and rows of later chunks).");
   cls.def("add_new", [](self_t& self, nb::handle keys_obj) {
     const host_keys keys = host_only(keys_obj, "add_new");
     nb::object is_new = new_numpy_array(keys.count, NPY_BOOL);

@@ -195,6 +195,31 @@ def test_a_refused_chunk_of_a_long_batch_counts_every_row_from_it_on():
     assert info.value.not_inserted == 200 - g.stats().keys_inserted
 
 
+@pytest.mark.parametrize("chunk_keys", [None, 4_000])
+def test_a_growing_chain_that_cannot_open_a_level_counts_the_keys_it_lacks(chunk_keys):
+    # Expansion 1 tightens each level's target until one needs more than 4096 bits
+    # per key: the batch stops there. It once raised not_inserted = 0.
+    keys = np.random.default_rng(6).integers(0, 2**63, 40_000, dtype=np.int64)
+    for method in ("add", "add_new"):
+        f = gbf.ScalingFilter(500, 0.1, expansion=1, backend="cpu")
+        if chunk_keys is not None:
+            f.chunk_keys = chunk_keys
+        with pytest.raises(gbf.FilterFull) as info:
+            getattr(f, method)(keys)
+        lacking = int((~f.contains(keys)).sum())
+        assert lacking > 0
+        if chunk_keys is None:
+            assert info.value.not_inserted == lacking
+        else:  # the rows of later chunks were not tried: counted, though some hash into held bits
+            assert lacking <= info.value.not_inserted <= lacking + len(keys)
+        assert info.value.fits == 0
+        if chunk_keys is None:
+            assert f"{f.stats().keys_inserted} keys of the batch were inserted" in str(info.value)
+        else:
+            assert "stay inserted" in str(info.value) and "rows after it were not tried" in str(info.value)
+        assert "cannot open level" in str(info.value) and "0.000000" not in str(info.value)
+
+
 def test_scaling_files_and_pickle_round_trip(rng, tmp_path):
     f = gbf.ScalingFilter(300, 0.01, backend="cpu", expansion=3, layout="16/16/7")
     f.add(rng.integers(0, 2**64 - 1, size=3_000, dtype=np.uint64))

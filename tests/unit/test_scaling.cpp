@@ -629,6 +629,37 @@ TEST(ScalingFilter, ALevelPastItsBitsPerKeyBoundIsFilterFullNotAnEndlessGrowth) 
   EXPECT_TRUE(std::all_of(found.get(), found.get() + keys.size(), [](bool b) { return b; }));
 }
 
+// A batch that outgrows the chain's last possible level keeps what went in and
+// says how many of its keys the chain lacks (it once said not_inserted = 0).
+TEST(ScalingFilter, ABatchStoppedByALevelThatCannotOpenCountsTheKeysLeftOut) {
+  for (const std::uint64_t seed : {6u, 7u, 8u}) {
+    scaling_policy p;
+    p.expansion = 1;
+    scaling_filter f = scaling_filter::create(500, 0.1, p, on_cpu(2));
+    const std::vector<std::uint64_t> keys = random_keys<std::uint64_t>(40'000, seed);
+    std::string message;
+    std::uint64_t not_inserted = 0;
+    try {
+      f.add(keys.data(), keys.size());
+      FAIL() << "40,000 keys fit a chain of capacity-500 levels";
+    } catch (const filter_full& e) {
+      message = e.what();
+      not_inserted = e.not_inserted();
+      EXPECT_EQ(e.fits(), 0u);
+    }
+    std::unique_ptr<bool[]> found(new bool[keys.size()]);
+    f.contains(keys.data(), keys.size(), found.get());
+    const auto held = static_cast<std::uint64_t>(std::count(found.get(), found.get() + keys.size(), true));
+    EXPECT_EQ(not_inserted, keys.size() - held) << message;
+    EXPECT_GT(not_inserted, 0u);
+    EXPECT_GE(held, f.stats().keys_inserted);  // what went in stays (plus false positives)
+    EXPECT_NE(message.find(std::to_string(f.stats().keys_inserted) + " keys of the batch were inserted"),
+              std::string::npos) << message;
+    EXPECT_NE(message.find(std::to_string(not_inserted) + " are not in the chain"), std::string::npos) << message;
+    EXPECT_EQ(message.find("0.000000"), std::string::npos) << message;  // the level's tiny target, readable
+  }
+}
+
 TEST(ScalingFilter, CpuChainRefusesDeviceOnlyCallsAndExplicitGpuWithoutOne) {
   scaling_filter f = scaling_filter::create(100, 0.01, {}, on_cpu(1));
   std::uint64_t key = 1;
