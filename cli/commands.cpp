@@ -1,4 +1,4 @@
-// The gbf subcommands: create, build, add, query, info, merge, intersect.
+// The gbf subcommands: create, build, add, query, info, merge, intersect, xor.
 #include "cli/commands.hpp"
 
 #include <sys/stat.h>
@@ -351,7 +351,9 @@ void print_info_json(const filter_file& file, const file_metadata& meta, const f
               number(s.estimated_fpr).c_str(), s.over_capacity ? "true" : "false");
 }
 
-int combine(const combine_args& args, bool is_union) {
+enum class combine_op { merge, intersect, symmetric_difference };
+
+int combine(const combine_args& args, combine_op op) {
   refuse_output_over_inputs("-o", args.output.path, {{"input A", args.a.path}, {"input B", args.b.path}});
   const output_lock lock(args.output.path, args.run.wait);
   file_metadata meta_a;
@@ -360,17 +362,21 @@ int combine(const combine_args& args, bool is_union) {
   const filter b = load_filter(args.b, args.run, meta_b);
   check_exportable(a.layout(), args.output);
   try {
-    if (is_union)
-      a.merge(b);
-    else
-      a.intersect(b);
+    switch (op) {
+      case combine_op::merge: a.merge(b); break;
+      case combine_op::intersect: a.intersect(b); break;
+      case combine_op::symmetric_difference: a.symmetric_difference(b); break;
+    }
   } catch (const layout_mismatch& e) {
     throw layout_mismatch("'" + args.a.path + "' and '" + args.b.path + "': " + e.what());
   }
   save_filter(a, args.output, meta_a.fpp);
   if (!args.run.quiet)
     std::fprintf(stderr, "gbf: wrote %s (%s of '%s' and '%s', %s bits set)\n", args.output.path.c_str(),
-                 is_union ? "union" : "intersection", args.a.path.c_str(), args.b.path.c_str(),
+                 op == combine_op::merge       ? "union"
+                 : op == combine_op::intersect ? "intersection"
+                                               : "symmetric difference (XOR)",
+                 args.a.path.c_str(), args.b.path.c_str(),
                  with_commas(a.bits_set()).c_str());
   return 0;
 }
@@ -584,7 +590,7 @@ int run_info(const info_args& args) {
   return 0;
 }
 
-int run_merge(const combine_args& args) { return combine(args, true); }
+int run_merge(const combine_args& args) { return combine(args, combine_op::merge); }
 
 int run_remove(const remove_args& args) {
   if (is_counting_file(args.target)) return run_counting_remove(args);
@@ -604,6 +610,7 @@ int run_remove(const remove_args& args) {
   cuckoo_args.run = args.run;
   return run_cuckoo_remove(cuckoo_args, args.strict);
 }
-int run_intersect(const combine_args& args) { return combine(args, false); }
+int run_intersect(const combine_args& args) { return combine(args, combine_op::intersect); }
+int run_xor(const combine_args& args) { return combine(args, combine_op::symmetric_difference); }
 
 }  // namespace gbf::cli

@@ -132,5 +132,6 @@ struct remove_args;
 /// remove: counting (cli/counting.hpp) and cuckoo (cli/cuckoo.hpp) files; other kinds cannot forget keys.
 int run_remove(const remove_args& args);
 int run_intersect(const combine_args& args);
+int run_xor(const combine_args& args);
 
 }  // namespace gbf::cli

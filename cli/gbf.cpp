@@ -25,6 +25,7 @@
 #include "cli/parquet.hpp"
 #include "gbf/error.hpp"
 #include "gbf/files.hpp"
+#include "gbf/version.hpp"
 
 namespace {
 
@@ -156,6 +157,10 @@ void remove_temporary_files_on_signals() {
 int main(int argc, char** argv) {
   CLI::App app{"gbf: GPU batch membership engine (blocked Bloom filters on GPU and CPU)"};
   app.require_subcommand(1);
+  app.set_version_flag("--version",
+                       std::string("gbf ") + GBF_VERSION_STRING + " (library " + gbf::library_version() +
+                           (gbf::library_has_cuda() ? ", with the CUDA backend)" : ", CPU backend only)"),
+                       "Print gbf's version and whether it has the CUDA backend, then exit");
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     return "gbf: " + std::string(e.what()) + "\nRun with --help for more information.\n";
   });
@@ -173,8 +178,14 @@ int main(int argc, char** argv) {
   add_threads_option(demo_cmd, demo.threads, "CPU threads for the multi-threaded row (0 = all; at most 1024)");
   demo_cmd->add_option("--backend", demo.where, "auto (every backend), cpu or gpu")
       ->transform(one_of(backend_names));
-  demo_cmd->add_flag("!--no-verify", demo.verify, "Skip recomputing GPU answers on the CPU");
-  demo_cmd->final_callback([&] { command = [&] { return run_demo(demo); }; });
+  // A plain flag and the inversion in the callback: CLI11 prints a negated
+  // flag ("!--no-verify") as "--no-verify{false}" in --help.
+  bool demo_no_verify = false;
+  demo_cmd->add_flag("--no-verify", demo_no_verify, "Skip recomputing GPU answers on the CPU");
+  demo_cmd->final_callback([&] {
+    demo.verify = !demo_no_verify;
+    command = [&] { return run_demo(demo); };
+  });
 
   bench_options bench;
   CLI::App* bench_cmd = app.add_subcommand(
@@ -304,10 +315,14 @@ int main(int argc, char** argv) {
 
   combine_args merge;
   combine_args intersect;
+  combine_args symmetric_difference;
   for (auto [name, args, run, help] :
        {std::tuple{"merge", &merge, &run_merge, "Union of two filters of the same layout (bitwise OR)"},
         std::tuple{"intersect", &intersect, &run_intersect,
-                   "Intersection of two filters of the same layout (bitwise AND)"}}) {
+                   "Intersection of two filters of the same layout (bitwise AND)"},
+        std::tuple{"xor", &symmetric_difference, &run_xor,
+                   "Bits set in exactly one of two filters of the same layout (bitwise XOR; Hadoop's xor): "
+                   "the delta between two versions of a filter, which xor applies back"}}) {
     CLI::App* cmd = app.add_subcommand(name, help);
     cmd->add_option("A", args->a.path, "First filter file")->required();
     cmd->add_option("B", args->b.path, "Second filter file")->required();

@@ -9,8 +9,8 @@
 
 namespace gbf::detail {
 
-/// Word-wise set operation of merge (union) and intersect.
-enum class set_op { union_or, intersect_and };
+/// Word-wise operation of merge (union), intersect and symmetric_difference.
+enum class set_op { union_or, intersect_and, symmetric_xor };
 
 /// Throws wrong_backend naming `what` when an _async call reaches a CPU filter.
 void require_sync(const call_options& call);

@@ -147,13 +147,14 @@ void filter::clear() {
   keys_added_ = 0;
 }
 
-void filter::combine(const filter& other, bool is_union) {
-  const char* verb = is_union ? "merge" : "intersect";
+void filter::combine(const filter& other, detail::set_op op) {
+  const char* verb = op == detail::set_op::union_or        ? "merge"
+                     : op == detail::set_op::intersect_and ? "intersect"
+                                                           : "take the symmetric difference of";
   if (other.layout_ != layout_)
     throw layout_mismatch(std::string("cannot ") + verb + " filters with different layouts (" +
                           layout_differences(layout_, other.layout_) + "): " +
                           to_string(layout_) + " vs " + to_string(other.layout_));
-  const detail::set_op op = is_union ? detail::set_op::union_or : detail::set_op::intersect_and;
   if (other.impl_->kind() == impl_->kind()) {
     impl_->combine(*other.impl_, op);
   } else {
@@ -163,13 +164,18 @@ void filter::combine(const filter& other, bool is_union) {
 }
 
 void filter::merge(const filter& other) {
-  combine(other, true);
+  combine(other, detail::set_op::union_or);
   if (&other != this) keys_added_ += other.keys_added_;
 }
 
 void filter::intersect(const filter& other) {
-  combine(other, false);
+  combine(other, detail::set_op::intersect_and);
   keys_added_ = std::min(keys_added_, other.keys_added_);
+}
+
+void filter::symmetric_difference(const filter& other) {
+  combine(other, detail::set_op::symmetric_xor);
+  keys_added_ = 0;
 }
 
 std::uint64_t filter::bits_set() const { return impl_->popcount(); }

@@ -8,7 +8,9 @@ namespace {
 
 template <word_op Op>
 __device__ __forceinline__ std::uint32_t apply(std::uint32_t a, std::uint32_t b) {
-  return Op == word_op::bit_or ? (a | b) : (a & b);
+  if constexpr (Op == word_op::bit_or) return a | b;
+  else if constexpr (Op == word_op::bit_and) return a & b;
+  else return a ^ b;
 }
 
 template <word_op Op>
@@ -53,10 +55,10 @@ __global__ void __launch_bounds__(block_threads)
 void combine_words(std::uint32_t* dst, const std::uint32_t* src, std::uint64_t num_words,
                    word_op op, cudaStream_t stream) {
   const std::size_t work = (num_words + 3) / 4;
-  if (op == word_op::bit_or) {
-    launch<combine_kernel<word_op::bit_or>>(work, stream, dst, src, num_words);
-  } else {
-    launch<combine_kernel<word_op::bit_and>>(work, stream, dst, src, num_words);
+  switch (op) {
+    case word_op::bit_or: launch<combine_kernel<word_op::bit_or>>(work, stream, dst, src, num_words); break;
+    case word_op::bit_and: launch<combine_kernel<word_op::bit_and>>(work, stream, dst, src, num_words); break;
+    case word_op::bit_xor: launch<combine_kernel<word_op::bit_xor>>(work, stream, dst, src, num_words); break;
   }
 }
 

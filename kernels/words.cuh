@@ -10,7 +10,7 @@
 namespace gbf::detail::gpu {
 
 /// Word-wise operation of combine_words.
-enum class word_op { bit_or, bit_and };
+enum class word_op { bit_or, bit_and, bit_xor };
 
 /// dst[i] = dst[i] op src[i] for i < num_words.
 void combine_words(std::uint32_t* dst, const std::uint32_t* src, std::uint64_t num_words,

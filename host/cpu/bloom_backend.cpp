@@ -333,10 +333,16 @@ class cpu_bloom final : public bloom_backend {
     std::uint32_t* const words = words_.get();
     cpu::run_in_parts(word_parts(), layout_.num_words(),
                       [words, other, op](unsigned, std::uint64_t begin, std::uint64_t end) {
-                        if (op == set_op::union_or) {
-                          for (std::uint64_t i = begin; i < end; ++i) words[i] |= other[i];
-                        } else {
-                          for (std::uint64_t i = begin; i < end; ++i) words[i] &= other[i];
+                        switch (op) {
+                          case set_op::union_or:
+                            for (std::uint64_t i = begin; i < end; ++i) words[i] |= other[i];
+                            break;
+                          case set_op::intersect_and:
+                            for (std::uint64_t i = begin; i < end; ++i) words[i] &= other[i];
+                            break;
+                          case set_op::symmetric_xor:
+                            for (std::uint64_t i = begin; i < end; ++i) words[i] ^= other[i];
+                            break;
                         }
                       });
   }

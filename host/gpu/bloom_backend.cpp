@@ -19,7 +19,12 @@ namespace gbf::detail {
 namespace {
 
 gpu::word_op to_word_op(set_op op) {
-  return op == set_op::union_or ? gpu::word_op::bit_or : gpu::word_op::bit_and;
+  switch (op) {
+    case set_op::union_or: return gpu::word_op::bit_or;
+    case set_op::intersect_and: return gpu::word_op::bit_and;
+    case set_op::symmetric_xor: break;
+  }
+  return gpu::word_op::bit_xor;
 }
 
 key_call call_of(const call_options& call) {
@@ -101,7 +106,10 @@ class gpu_bloom final : public bloom_backend {
                              std::to_string(executor_.device()) + " and device " +
                              std::to_string(gpu_other->executor_.device()) + ")");
     }
-    if (gpu_other == this) return;  // x | x == x & x == x
+    if (gpu_other == this) {  // x | x == x & x == x; x ^ x == 0 (and no aliased kernel)
+      if (op == set_op::symmetric_xor) clear();
+      return;
+    }
     executor_.run_sync([&](cudaStream_t s) {
       gpu_other->executor_.wait_for_async(s);
       gpu::combine_words(words_.data(), gpu_other->words_.data(), layout_.num_words(),

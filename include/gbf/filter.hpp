@@ -64,6 +64,7 @@ struct verify_report {
 
 namespace detail {
 class bloom_backend;
+enum class set_op;
 }  // namespace detail
 
 class filter {
@@ -250,6 +251,10 @@ class filter {
   void merge(const filter& other);
   /// this &= other (intersection; may hold false positives of both). Throws layout_mismatch.
   void intersect(const filter& other);
+  /// this ^= other (Hadoop's xor): the bits set in exactly one. Not a filter of either
+  /// key set; the delta between two versions of a filter (v1 ^ (v1 ^ v2) = v2). Resets
+  /// keys_added (no count survives it). Throws layout_mismatch.
+  void symmetric_difference(const filter& other);
 
   /// Popcount of the bit array.
   std::uint64_t bits_set() const;
@@ -273,7 +278,7 @@ class filter {
   std::uint64_t select_keys(const detail::key_batch& keys, std::uint64_t* rows,
                             std::uint64_t* device_count, const detail::call_options& call) const;
   verify_report verify_keys(const detail::key_batch& keys, const bool* found) const;
-  void combine(const filter& other, bool is_union);
+  void combine(const filter& other, detail::set_op op);
 
   gbf::layout layout_;
   std::unique_ptr<detail::bloom_backend> impl_;

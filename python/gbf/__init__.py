@@ -19,7 +19,9 @@ from ._device import DeviceStrings
 from ._kinds import (CountingFilter, CountingStats, CuckooFilter, CuckooStats, CuckooStatus, RemoveReport,
                      ScalingFilter, ScalingLevel, ScalingStats)
 
-__version__ = "0.1.0"
+#: The version of the gbf library this package runs (include/gbf/version.hpp; the
+#: package's metadata is held to it by tests/test_packaging.py).
+__version__: str = _core.library_version
 
 #: Whether this build has the CUDA backend (a GPU is still needed to use it: gpu_status()).
 has_cuda_build: bool = _core.has_cuda_build

@@ -18,7 +18,7 @@ class InvalidArgument(Error, ValueError):
 
 
 class LayoutMismatch(Error, ValueError):
-    """Two filters whose layouts differ were combined (merge, intersect, |=, &=)."""
+    """Two filters whose layouts differ were combined (merge, intersect, symmetric_difference, |=, &=, ^=)."""
 
 
 class FormatError(Error, ValueError):
@@ -49,12 +49,14 @@ class AllocationError(Error, MemoryError):
 
 class FilterFull(Error, RuntimeError):
     """A filter has no room for keys: a cuckoo filter's add found no free slot for some
-    keys within max_kicks moves (the others were inserted), or a non-scaling
+    keys within max_kicks moves (the others were inserted), a non-scaling
     gbf.ScalingFilter would pass its capacity (nothing of the chunk that would was
-    inserted; a batch longer than chunk_keys keeps the chunks before it).
+    inserted; a batch longer than chunk_keys keeps the chunks before it), or a growing
+    one could not open its next level (the keys inserted before stay).
 
     not_inserted: keys of the batch that were not inserted (0 where no batch was involved,
-        as in a merge); for a refused chunk, every row from that chunk on.
+        as in a merge); for a refused chunk, every row from that chunk on; for a level
+        that could not open, the batch's keys the chain does not hold.
     fits: new keys the filter still takes (scaling filters; 0 for a cuckoo filter, whose
         room depends on which keys come).
     """

@@ -281,6 +281,10 @@ class Filter(_core.FilterBase):
         self.intersect(other)
         return self
 
+    def __ixor__(self, other: "Filter") -> "Filter":
+        self.symmetric_difference(other)
+        return self
+
     def __or__(self, other: "Filter") -> "Filter":
         result = self.copy()
         result.merge(other)
@@ -289,6 +293,11 @@ class Filter(_core.FilterBase):
     def __and__(self, other: "Filter") -> "Filter":
         result = self.copy()
         result.intersect(other)
+        return result
+
+    def __xor__(self, other: "Filter") -> "Filter":
+        result = self.copy()
+        result.symmetric_difference(other)
         return result
 
     def __repr__(self) -> str:

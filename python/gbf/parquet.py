@@ -4,7 +4,7 @@ of .parquet files, and row-group pruning for a batch of keys over many files.
     import gbf.parquet as pq
     pq.columns("f1.parquet")                       # [Column(path='i32', type='INT32', ...), ...]
     groups = pq.column_filters("f1.parquet", "user_id")
-    groups[0].filter.contains(ids)                 # each row group's filter is a gbf.Filter
+    groups[0].filter.contains(ids)                 # a gbf.Filter: ids at the column's width
     r = pq.prune(["f1.parquet", "f2.parquet"], "user_id", ids, per_key=True)
     r.may_hold                                     # uint8 per row group: 0 = no key is in it
     r.row_groups_of(i)                             # the row groups key i may be in
@@ -113,7 +113,10 @@ def column_filters(source: Source, column: str, allow_missing: bool = False, *, 
     """The Bloom filters of `column` (a name or dotted path) in every row group of a Parquet
     file (a path, or the file's bytes), in file order: one RowGroupFilter (row_group,
     num_rows, column_bytes, filter) each. The filters are ordinary gbf.Filters of Parquet's
-    layout (8/8/0) on `backend` (default the CPU): probe, merge or save them.
+    layout (8/8/0) on `backend` (default the CPU): probe, merge or save them. A Filter
+    hashes a key at its dtype's width, so probe an INT32 column's filter with int32 keys
+    (int64 keys, or a list of ints, hash 8 bytes: false negatives); prune() converts keys
+    to the column's width itself.
 
     allow_missing: False: a row group without a filter for the column raises
     gbf.InvalidArgument naming it; True: it comes back with filter=None.

@@ -66,6 +66,11 @@ inline constexpr const char* intersect =
     "self &= other: the intersection (a key of both is found;\n"
     "false positives of both remain possible). Raises gbf.LayoutMismatch.";
 
+inline constexpr const char* symmetric_difference =
+    "self ^= other (Hadoop's xor): the bits set in exactly one. Not a filter of\n"
+    "either key set: the delta between two versions of a filter (v1 ^ (v1 ^ v2) == v2).\n"
+    "Resets keys_added. Raises gbf.LayoutMismatch.";
+
 inline constexpr const char* clear =
     "Sets every bit to zero; keeps layout and capacity, resets keys_added.";
 

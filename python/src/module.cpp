@@ -15,6 +15,7 @@
 #include "docstrings.hpp"
 #include "gbf/io.hpp"
 #include "gbf/sizing.hpp"
+#include "gbf/version.hpp"
 
 namespace gbf::python {
 
@@ -154,12 +155,8 @@ void init_module(nb::module_& m) {
   nb::register_exception_translator(translate);
 
   m.doc() = "gbf's C++ extension; use the gbf package, not this module.";
-  m.attr("has_cuda_build") =
-#if defined(GBF_HAS_CUDA)
-      true;
-#else
-      false;
-#endif
+  m.attr("has_cuda_build") = library_has_cuda();
+  m.attr("library_version") = library_version();
   m.attr("default_cpu_chunk_keys") = default_cpu_chunk_keys;
   m.attr("default_gpu_chunk_keys") = default_gpu_chunk_keys;
 
@@ -346,6 +343,16 @@ void init_module(nb::module_& m) {
           self.f.intersect(other.f);
         }
       }, "other"_a, docs::intersect);
+  cls.def("symmetric_difference", [](py_filter& self, py_filter& other) {
+        nb::gil_scoped_release release;
+        if (&self == &other) {
+          std::lock_guard<std::mutex> lock(self.mutex);
+          self.f.symmetric_difference(other.f);
+        } else {
+          std::scoped_lock lock(self.mutex, other.mutex);
+          self.f.symmetric_difference(other.f);
+        }
+      }, "other"_a, docs::symmetric_difference);
   cls.def("clear", [](py_filter& self) {
     nb::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(self.mutex);

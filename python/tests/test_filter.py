@@ -139,6 +139,26 @@ def test_set_operators_and_layout_mismatch(rng):
         a.merge("not a filter")
 
 
+def test_xor_is_the_delta_that_turns_one_version_of_a_filter_into_the_other(rng):
+    v1 = gbf.Filter(5_000, 0.01, backend="cpu")
+    v1.add(rng.integers(0, 2**64 - 1, size=2_000, dtype=np.uint64))
+    v2 = v1.copy()
+    new_keys = rng.integers(0, 2**64 - 1, size=1_000, dtype=np.uint64)
+    v2.add(new_keys)
+    delta = v2 ^ v1
+    assert np.array_equal(delta.words(), v1.words() ^ v2.words())
+    assert delta.stats().keys_added == 0  # no count survives an xor
+    rebuilt = v1.copy()
+    rebuilt ^= delta
+    assert np.array_equal(rebuilt.words(), v2.words()) and rebuilt.contains(new_keys).all()
+    rebuilt.symmetric_difference(rebuilt)
+    assert rebuilt.stats().bits_set == 0
+    with pytest.raises(gbf.LayoutMismatch, match="num_blocks"):
+        v1 ^= gbf.Filter(50_000, 0.01)
+    with pytest.raises(TypeError):
+        v1 ^ "not a filter"
+
+
 def test_copy_is_deep(rng):
     f = gbf.Filter(1_000, 0.01)
     keys = rng.integers(0, 2**64 - 1, size=500, dtype=np.uint64)

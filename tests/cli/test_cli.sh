@@ -36,6 +36,14 @@ open('k.txt', 'w').write(''.join('key-%d\n' % i for i in range(300)))
 open('mixed.txt', 'wb').write(b'alpha\r\nbeta\n\ngamma')
 PY
 
+# --- version: the headers' (include/gbf/version.hpp), and the library's -------
+version=$(sed -n 's/^#define GBF_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/\2/p' \
+  "$CLI_TESTS/../../include/gbf/version.hpp" | paste -sd.)
+[[ $version =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || fail "include/gbf/version.hpp gives no version ('$version')"
+expect_rc 0 "$GBF" --version
+grep -Eq "^gbf $version \(library $version, (with the CUDA backend|CPU backend only)\)$" out ||
+  fail "gbf --version printed '$(cat out)', want gbf $version"
+
 # --- create / add / query on u64 --------------------------------------------
 expect_rc 0 "$GBF" create --capacity 1000 --fpp 0.01 -o a.gbf
 expect_rc 0 "$GBF" add a.gbf k.u64 --keys-format u64 --verify
@@ -126,6 +134,17 @@ expect_out 500
 expect_rc 1 "$GBF" merge a.gbf small.gbf -o bad.gbf
 expect_err "^gbf: .*layout"
 [[ -e bad.gbf ]] && fail "merge of mismatched layouts wrote a file"
+# xor: the delta from m1 to the union holds m2's bits not in m1; m1 xor it is the union again.
+expect_rc 0 "$GBF" xor union.gbf m1.gbf -o delta.gbf
+expect_err "symmetric difference (XOR)"
+expect_rc 0 "$GBF" xor m1.gbf delta.gbf -o rebuilt.gbf -q
+cmp -s <(tail -c +81 union.gbf | head -c -8) <(tail -c +81 rebuilt.gbf | head -c -8) ||
+  fail "m1 xor (union xor m1) is not the union's bit array"
+expect_rc 0 "$GBF" query rebuilt.gbf k.u64 --keys-format u64 --count -q
+expect_out 1000
+expect_rc 1 "$GBF" xor a.gbf small.gbf -o bad.gbf
+expect_err "^gbf: .*layout"
+[[ -e bad.gbf ]] && fail "xor of mismatched layouts wrote a file"
 
 # --- Parquet SBBF -----------------------------------------------------------------
 expect_rc 0 "$GBF" create --capacity 1000 --parquet-compatible --format parquet-sbbf -o p.sbbf

@@ -262,7 +262,7 @@ TEST_F(GpuBackend, CombineMatchesCpu) {
   const layout l = default_layout(500);
   const std::vector<std::uint64_t> a_keys = random_keys<std::uint64_t>(3'000, 41);
   const std::vector<std::uint64_t> b_keys = random_keys<std::uint64_t>(3'000, 42);
-  for (set_op op : {set_op::union_or, set_op::intersect_and}) {
+  for (set_op op : {set_op::union_or, set_op::intersect_and, set_op::symmetric_xor}) {
     auto cpu_a = cpu_reference(l);
     auto cpu_b = cpu_reference(l);
     auto gpu_a = gpu_backend(l);
@@ -296,6 +296,20 @@ TEST_F(GpuBackend, CombineHandlesWordCountsNotMultipleOfFour) {
   EXPECT_EQ(gpu->popcount(), l.num_bits());
   gpu->combine_host(words_of(*cpu, l).data(), set_op::intersect_and);
   EXPECT_EQ(words_of(*gpu, l), words_of(*cpu, l));
+  gpu->combine_host(ones.data(), set_op::symmetric_xor);  // the complement, tail words too
+  std::vector<std::uint32_t> complement = words_of(*cpu, l);
+  for (std::uint32_t& w : complement) w = ~w;
+  EXPECT_EQ(words_of(*gpu, l), complement);
+}
+
+TEST_F(GpuBackend, SymmetricDifferenceWithItselfClearsEveryBit) {
+  const layout l = default_layout(777);
+  const std::vector<std::uint64_t> keys = random_keys<std::uint64_t>(2'000, 53);
+  auto gpu = gpu_backend(l);
+  sync_add(*gpu, host_batch(keys.data(), keys.size()));
+  ASSERT_GT(gpu->popcount(), 0u);
+  gpu->combine(*gpu, set_op::symmetric_xor);
+  EXPECT_EQ(gpu->popcount(), 0u);
 }
 
 TEST_F(GpuBackend, ClearReadWriteRoundTrip) {

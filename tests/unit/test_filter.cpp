@@ -199,6 +199,41 @@ TEST(Filter, MergeIsUnionAndIntersectIsIntersectionOfTheBits) {
   EXPECT_EQ(both_a.count(ka.data(), ka.size()), ka.size());
 }
 
+// Hadoop's xor, the delta between two versions of a filter: on every layout the
+// bits are a ^ b, the delta applied to either version gives the other, and a
+// filter xor itself is empty.
+TEST(Filter, SymmetricDifferenceIsTheXorOfTheBitsAndTurnsOneVersionIntoTheOther) {
+  std::uint64_t seed = 60;
+  for (const unsigned words_per_block : {1u, 2u, 4u, 8u, 16u}) {
+    for (const std::uint64_t capacity : {1'000u, 37'000u}) {
+      gbf::shape s;
+      s.words_per_block = words_per_block;
+      s.bits_per_key = std::min(16u, 2 * words_per_block);
+      const gbf::layout l = gbf::size_for(capacity, 0.01, s);
+      gbf::filter v1(l, on_cpu(2));
+      const auto old_keys = random_keys<std::uint64_t>(capacity / 2, ++seed);
+      const auto new_keys = random_keys<std::uint64_t>(capacity / 3, ++seed);
+      v1.add(old_keys.data(), old_keys.size());
+      gbf::filter v2 = v1.copy_to(gbf::backend::cpu);
+      v2.add(new_keys.data(), new_keys.size());
+
+      gbf::filter delta = v2.copy_to(gbf::backend::cpu);
+      delta.symmetric_difference(v1);
+      const auto w1 = v1.words(), w2 = v2.words(), wd = delta.words();
+      for (std::size_t i = 0; i < w1.size(); ++i) ASSERT_EQ(wd[i], w1[i] ^ w2[i]) << gbf::to_string(l);
+      EXPECT_EQ(delta.stats().keys_added, 0u);  // no count survives an xor
+
+      gbf::filter rebuilt = v1.copy_to(gbf::backend::cpu);
+      rebuilt.symmetric_difference(delta);
+      EXPECT_EQ(rebuilt.words(), w2) << gbf::to_string(l);
+      EXPECT_EQ(rebuilt.count(new_keys.data(), new_keys.size()), new_keys.size());
+
+      delta.symmetric_difference(delta);
+      EXPECT_EQ(delta.bits_set(), 0u);
+    }
+  }
+}
+
 TEST(Filter, CombiningDifferentLayoutsThrowsLayoutMismatchNamingBoth) {
   gbf::filter a(gbf::layout{8, 8, 0, 100}, on_cpu());
   for (gbf::layout other : {gbf::layout{8, 8, 0, 101}, gbf::layout{8, 8, 1, 100},
@@ -206,6 +241,7 @@ TEST(Filter, CombiningDifferentLayoutsThrowsLayoutMismatchNamingBoth) {
     gbf::filter b(other, on_cpu());
     EXPECT_THROW(a.merge(b), gbf::layout_mismatch);
     EXPECT_THROW(a.intersect(b), gbf::layout_mismatch);
+    EXPECT_THROW(a.symmetric_difference(b), gbf::layout_mismatch);
     const std::string message = message_of([&] { a.merge(b); });
     EXPECT_NE(message.find(gbf::to_string(a.layout())), std::string::npos) << message;
     EXPECT_NE(message.find(gbf::to_string(other)), std::string::npos) << message;
