@@ -303,9 +303,12 @@ void print_info_text(const filter_file& file, const file_metadata& meta, const f
   row("capacity:", meta.capacity ? with_commas(meta.capacity) + " keys" : "unknown");
   std::snprintf(text, sizeof text, "%g", meta.fpp);
   row("target fpp:", meta.fpp > 0 ? text : "unknown");
-  row("keys inserted:", file.format == filter_format::gbf
-                            ? with_commas(meta.keys_inserted) + " (duplicates included)"
-                            : "unknown");
+  // A filter made from bits rather than keys (a Parquet extraction, an xor, a
+  // from_words) records 0 keys: with bits set, that 0 is "not counted".
+  row("keys inserted:", file.format != filter_format::gbf ? "unknown"
+                        : meta.keys_inserted == 0 && s.bits_set > 0
+                            ? "not counted (made from bits, not keys: see estimated keys)"
+                            : with_commas(meta.keys_inserted) + " (duplicates included)");
   row("size:", with_commas(l.size_bytes()) + " bytes");
   std::snprintf(text, sizeof text, "%s of %s (fill ratio %.4f)", with_commas(s.bits_set).c_str(),
                 with_commas(s.num_bits).c_str(), s.fill_ratio);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job: builds gbf and runs `gbf bench`, the CPU-versus-GPU comparison
-# (keys/s over batch sizes 1e3..1e7 and filters of 1 and 64 MiB, add and
+# (keys/s over batch sizes 1e3..1e7 and two filters, one in the L2 and one 4x the
+# last-level cache, read at run time; add and
 # contains, FPR and verification per row, the batch size where the GPU starts
 # to win). Without a GPU it runs the CPU rows and says so. Writes
 # build/bench.json and build/bench.png (the plot needs gnuplot).

@@ -250,6 +250,9 @@ class filter {
   /// this |= other (union). Throws layout_mismatch when the layouts differ.
   void merge(const filter& other);
   /// this &= other (intersection; may hold false positives of both). Throws layout_mismatch.
+  /// keys_added becomes the smaller count. stats().estimated_keys of the result overstates
+  /// the common keys (bits of keys of only one side that the other's keys also set):
+  /// estimate them as a.estimated + b.estimated - (a | b).estimated instead.
   void intersect(const filter& other);
   /// this ^= other (Hadoop's xor): the bits set in exactly one. Not a filter of either
   /// key set; the delta between two versions of a filter (v1 ^ (v1 ^ v2) = v2). Resets

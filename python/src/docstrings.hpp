@@ -64,7 +64,9 @@ inline constexpr const char* merge =
 
 inline constexpr const char* intersect =
     "self &= other: the intersection (a key of both is found;\n"
-    "false positives of both remain possible). Raises gbf.LayoutMismatch.";
+    "false positives of both remain possible). Raises gbf.LayoutMismatch.\n"
+    "stats().estimated_keys of the result overstates the common keys; estimate them as\n"
+    "a.stats().estimated_keys + b.stats().estimated_keys - (a | b).stats().estimated_keys.";
 
 inline constexpr const char* symmetric_difference =
     "self ^= other (Hadoop's xor): the bits set in exactly one. Not a filter of\n"

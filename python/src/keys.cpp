@@ -404,6 +404,9 @@ host_keys read_host_keys(nb::handle obj) {
   PyObject* o = obj.ptr();
   if (PyArray_Check(o)) {
     read_numpy(obj, keys);
+  } else if (o == Py_None) {
+    throw nb::type_error("None is not a key or a batch of keys (pass an int, a str or bytes, a list of them, "
+                         "or an array; a None inside a list of strings is a null)");
   } else if (PyBool_Check(o)) {
     throw nb::type_error("bool is not a key type (use an int, a str or bytes)");
   } else if (PyLong_Check(o)) {

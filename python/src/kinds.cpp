@@ -201,7 +201,7 @@ nb::class_<py_kind<F>> bind_common(nb::module_& m, const char* name, const char*
       return std::uint64_t{0};
     });
     return per_key(keys, found);
-  }, "keys"_a, "found[i] = key i may be present (NumPy bool array; a bool for one key).");
+  }, "keys"_a.none(), "found[i] = key i may be present (NumPy bool array; a bool for one key).");
   cls.def("__contains__", [](self_t& self, nb::handle key) {
     const host_keys keys = host_only(key, "`key in filter`");
     if (!keys.scalar || keys.count != 1)
@@ -213,13 +213,13 @@ nb::class_<py_kind<F>> bind_common(nb::module_& m, const char* name, const char*
       return std::uint64_t{0};
     });
     return found;
-  }, "key"_a);
+  }, "key"_a.none());
   cls.def("count", [](self_t& self, nb::handle keys_obj) {
     const host_keys keys = host_only(keys_obj, "count");
     const F& f = self.f;
     return over_chunks(self, keys, static_cast<bool*>(nullptr), false,
                        [&](bool*, const auto&... key) { return f.count(key...); });
-  }, "keys"_a, "How many of the keys may be present (nulls never are).");
+  }, "keys"_a.none(), "How many of the keys may be present (nulls never are).");
   cls.def_prop_ro("backend", [](self_t& self) { return std::string(to_string(self.f.where())); });
   cls.def_prop_ro("requested_backend", [](self_t& self) { return std::string(to_string(self.requested)); });
   cls.def_prop_ro("backend_description", [](self_t& self) { return self.f.description(); });
@@ -296,7 +296,7 @@ void bind_counting(nb::module_& m) {
       f.add(key...);
       return std::uint64_t{0};
     });
-  }, "keys"_a, "Adds the keys: increments the counters of each key's bits (saturating at 2**counter_bits - 1).");
+  }, "keys"_a.none(), "Adds the keys: increments the counters of each key's bits (saturating at 2**counter_bits - 1).");
   // (removed, refused, per-key array or None); unchecked: (None, None, None).
   cls.def("_remove", [](self_t& self, nb::handle keys_obj, bool unchecked, bool want_per_key) {
     const host_keys keys = host_only(keys_obj, "remove");
@@ -324,7 +324,7 @@ void bind_counting(nb::module_& m) {
           return r.removed;
         });
     return nb::make_tuple(removed, refused, want_per_key ? per_key(keys, removed_array) : nb::none());
-  }, "keys"_a, "unchecked"_a, "per_key"_a);
+  }, "keys"_a.none(), "unchecked"_a, "per_key"_a);
   cls.def("approximate_count", [](self_t& self, nb::handle keys_obj) {
     const host_keys keys = host_only(keys_obj, "approximate_count");
     nb::object counts = new_numpy_array(keys.count, NPY_UINT8);
@@ -335,7 +335,7 @@ void bind_counting(nb::module_& m) {
                   return std::uint64_t{0};
                 });
     return per_key(keys, counts);
-  }, "keys"_a, "counts[i] = the smallest counter of key i (uint8): an upper bound on its adds minus removes, until a counter saturates.");
+  }, "keys"_a.none(), "counts[i] = the smallest counter of key i (uint8): an upper bound on its adds minus removes, until a counter saturates.");
   cls.def("merge", [](self_t& self, self_t& other) {
     nb::gil_scoped_release release;
     if (&self == &other) {
@@ -425,7 +425,7 @@ void bind_scaling(nb::module_& m) {
     scaling_filter& f = self.f;
     return over_chunks_until_full(self, keys, static_cast<bool*>(nullptr), false,
                                   [&](bool*, const auto&... key) { return f.add(key...); });
-  }, "keys"_a, "Inserts the keys new to the chain, in batch order (opening levels as needed); returns how many. "
+  }, "keys"_a.none(), "Inserts the keys new to the chain, in batch order (opening levels as needed); returns how many. "
                "Non-scaling: gbf.FilterFull when they would pass its capacity (the chunk of chunk_keys rows that "
                "would inserts nothing; earlier chunks stay inserted; not_inserted counts the rows from that chunk on). "
                "Scaling: gbf.FilterFull when a level cannot open (64 levels, 4096 bits per key); the keys inserted "
@@ -437,7 +437,7 @@ void bind_scaling(nb::module_& m) {
     over_chunks_until_full(self, keys, array_data<bool>(is_new), false,
                            [&](bool* o, const auto&... key) { return f.add_new(key..., o); });
     return per_key(keys, is_new);
-  }, "keys"_a, "add, answering per key: is_new[i] = key i was inserted (absent before it; False for nulls and repeats).");
+  }, "keys"_a.none(), "add, answering per key: is_new[i] = key i was inserted (absent before it; False for nulls and repeats).");
   cls.def("merge", [](self_t& self, self_t& other) {
     nb::gil_scoped_release release;
     if (&self == &other) {
@@ -546,7 +546,7 @@ void bind_cuckoo(nb::module_& m) {
                             "before is still present; a larger filter holds them",
                         failed, 0);
     return nb::object(nb::none());
-  }, "keys"_a, "unique"_a, "deterministic"_a);
+  }, "keys"_a.none(), "unique"_a, "deterministic"_a);
   // (removed, per-key array or None)
   cls.def("_remove", [](self_t& self, nb::handle keys_obj, bool want_per_key) {
     const host_keys keys = host_only(keys_obj, "remove");
@@ -556,7 +556,7 @@ void bind_cuckoo(nb::module_& m) {
         self, keys, want_per_key ? array_data<bool>(removed_array) : nullptr, false,
         [&](bool* o, const auto&... key) { return f.remove(key..., o); });
     return nb::make_tuple(removed, want_per_key ? per_key(keys, removed_array) : nb::none());
-  }, "keys"_a, "per_key"_a);
+  }, "keys"_a.none(), "per_key"_a);
   cls.def("approximate_count", [](self_t& self, nb::handle keys_obj) {
     const host_keys keys = host_only(keys_obj, "approximate_count");
     nb::object copies = new_numpy_array(keys.count, NPY_UINT8);
@@ -567,7 +567,7 @@ void bind_cuckoo(nb::module_& m) {
                   return std::uint64_t{0};
                 });
     return per_key(keys, copies);
-  }, "keys"_a, "CF.COUNT: copies[i] (uint8) = copies of key i's tag in its two buckets, an upper bound on its adds minus removes.");
+  }, "keys"_a.none(), "CF.COUNT: copies[i] (uint8) = copies of key i's tag in its two buckets, an upper bound on its adds minus removes.");
   cls.def("clear", [](self_t& self) { locked(self, [&] { self.f.clear(); }); },
           "Empties the table (keeps layout, capacity and max_kicks; zeroes the totals).");
   cls.def("_stats", [](self_t& self) {

@@ -290,12 +290,12 @@ void init_module(nb::module_& m) {
         if (device_keys(keys)) return device_add(self, keys, stream);
         no_stream_for_host(stream);
         host_add(self, read_host_keys(keys));
-      }, "keys"_a, nb::kw_only(), "stream"_a = nb::none(), add_doc.c_str());
+      }, "keys"_a.none(), nb::kw_only(), "stream"_a = nb::none(), add_doc.c_str());
   cls.def("add_new", [](py_filter& self, nb::handle keys, nb::handle out, nb::handle stream) {
         if (device_keys(keys)) return device_add_new(self, keys, out, stream);
         no_stream_for_host(stream);
         return host_add_new(self, read_host_keys(keys), out);
-      }, "keys"_a, nb::kw_only(), "out"_a = nb::none(), "stream"_a = nb::none(), add_new_doc.c_str());
+      }, "keys"_a.none(), nb::kw_only(), "out"_a = nb::none(), "stream"_a = nb::none(), add_new_doc.c_str());
   cls.def("contains", [](py_filter& self, nb::handle keys, nb::handle out, const std::string& format,
                          nb::handle stream) {
         if (device_keys(keys)) {
@@ -304,24 +304,24 @@ void init_module(nb::module_& m) {
         }
         no_stream_for_host(stream);
         return host_contains(self, read_host_keys(keys), out, parse_answer_format(format));
-      }, "keys"_a, nb::kw_only(), "out"_a = nb::none(), "format"_a = "numpy", "stream"_a = nb::none(), contains_doc.c_str());
+      }, "keys"_a.none(), nb::kw_only(), "out"_a = nb::none(), "format"_a = "numpy", "stream"_a = nb::none(), contains_doc.c_str());
   cls.def("count", [](py_filter& self, nb::handle keys, nb::handle stream) {
         if (device_keys(keys)) return device_count(self, keys, stream);
         no_stream_for_host(stream);
         return host_count(self, read_host_keys(keys));
-      }, "keys"_a, nb::kw_only(), "stream"_a = nb::none(), count_doc.c_str());
+      }, "keys"_a.none(), nb::kw_only(), "stream"_a = nb::none(), count_doc.c_str());
   cls.def("select", [](py_filter& self, nb::handle keys, nb::handle stream) {
         if (device_keys(keys)) return device_select(self, keys, stream);
         no_stream_for_host(stream);
         return host_select(self, read_host_keys(keys));
-      }, "keys"_a, nb::kw_only(), "stream"_a = nb::none(), select_doc.c_str());
+      }, "keys"_a.none(), nb::kw_only(), "stream"_a = nb::none(), select_doc.c_str());
   cls.def("__contains__", [](py_filter& self, nb::handle key) {
         if (device_keys(key)) throw nb::type_error("`key in filter` takes one host key; use contains() for device arrays");
         const host_keys keys = read_host_keys(key);
         if (!keys.scalar || keys.count != 1)
           throw nb::type_error("`key in filter` takes one key (an int, str, bytes or NumPy scalar); use contains() for a batch");
         return nb::cast<bool>(host_contains(self, keys, nb::none(), answer_format::numpy));
-      }, "key"_a, docs::contains_one);
+      }, "key"_a.none(), docs::contains_one);
 
   cls.def("merge", [](py_filter& self, py_filter& other) {
         nb::gil_scoped_release release;

@@ -148,6 +148,16 @@ def test_bad_keys_are_refused_with_a_reason(f, bad, error):
     with pytest.raises(error) as info:
         f.add(bad)
     assert str(info.value)
+
+
+def test_none_as_the_keys_is_named_not_an_argument_type_mismatch(f):
+    # nanobind's own error listed the signature ("incompatible function arguments").
+    kinds = [f, gbf.CountingFilter(100, 0.01, backend="cpu"), gbf.ScalingFilter(100, 0.01, backend="cpu"),
+             gbf.CuckooFilter(100, 0.01)]
+    for target in kinds:
+        for call in (target.add, target.contains, target.count, lambda k: k in target):
+            with pytest.raises(TypeError, match="None is not a key or a batch of keys"):
+                call(None)
     assert f.stats().keys_added == 0
 
 

@@ -142,6 +142,10 @@ cmp -s <(tail -c +81 union.gbf | head -c -8) <(tail -c +81 rebuilt.gbf | head -c
   fail "m1 xor (union xor m1) is not the union's bit array"
 expect_rc 0 "$GBF" query rebuilt.gbf k.u64 --keys-format u64 --count -q
 expect_out 1000
+expect_rc 0 "$GBF" info delta.gbf
+grep -q '^keys inserted: *not counted (made from bits' out || fail "an xor's 0 recorded keys read as a count: $(grep 'keys inserted' out)"
+expect_rc 0 "$GBF" info m1.gbf
+grep -q '^keys inserted: *500 (duplicates included)' out || fail "info keys inserted of m1: $(grep 'keys inserted' out)"
 expect_rc 1 "$GBF" xor a.gbf small.gbf -o bad.gbf
 expect_err "^gbf: .*layout"
 [[ -e bad.gbf ]] && fail "xor of mismatched layouts wrote a file"

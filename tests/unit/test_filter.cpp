@@ -199,6 +199,30 @@ TEST(Filter, MergeIsUnionAndIntersectIsIntersectionOfTheBits) {
   EXPECT_EQ(both_a.count(ka.data(), ka.size()), ka.size());
 }
 
+// What intersect's documentation promises: the result's own estimate overstates
+// the common keys, inclusion-exclusion over the three estimates does not.
+TEST(Filter, CommonKeysAreEstimatedByInclusionExclusionNotByTheIntersectionsBits) {
+  std::uint64_t seed = 80;
+  for (const std::uint64_t common : {10'000u, 50'000u}) {
+    const gbf::layout l = gbf::size_for(200'000, 0.01);
+    gbf::filter a(l, on_cpu()), b(l, on_cpu());
+    const auto shared = random_keys<std::uint64_t>(common, ++seed);
+    const auto only_a = random_keys<std::uint64_t>(100'000, ++seed);
+    const auto only_b = random_keys<std::uint64_t>(100'000, ++seed);
+    for (gbf::filter* f : {&a, &b}) f->add(shared.data(), shared.size());
+    a.add(only_a.data(), only_a.size());
+    b.add(only_b.data(), only_b.size());
+    gbf::filter both = a.copy_to(gbf::backend::cpu);
+    both.intersect(b);
+    gbf::filter either = a.copy_to(gbf::backend::cpu);
+    either.merge(b);
+    const double estimate =
+        a.stats().estimated_keys + b.stats().estimated_keys - either.stats().estimated_keys;
+    EXPECT_NEAR(estimate, static_cast<double>(common), 0.05 * 50'000) << common;
+    EXPECT_GT(both.stats().estimated_keys, 1.2 * static_cast<double>(common)) << common;
+  }
+}
+
 // Hadoop's xor, the delta between two versions of a filter: on every layout the
 // bits are a ^ b, the delta applied to either version gives the other, and a
 // filter xor itself is empty.
