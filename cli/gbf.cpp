@@ -112,10 +112,11 @@ CLI::Option* add_scaling_options(CLI::App* cmd, scaling_options& scaling) {
                   "Scaling: each new level takes this many times the keys of the last (default 2)")
       ->check(CLI::Range(1u, 1u << 16))->needs(on);
   cmd->add_option("--tightening", scaling.tightening,
-                  "Scaling: level i's target fpp is fpp (1 - r) r^i for this r in (0, 1) (default 0.5)")
+                  "Scaling: level i's target fpp is fpp (1 - r) r^i for this r in (0, 1) (default 0.5); "
+                  "1: every level at --fpp, the total FPR growing with the levels (Hadoop's dynamic filter)")
       ->check([](const std::string& text) -> std::string {
         const double r = std::strtod(text.c_str(), nullptr);
-        return r > 0 && r < 1 ? "" : "must be in (0, 1), got " + text;
+        return r > 0 && r <= 1 ? "" : "must be in (0, 1], got " + text;
       })
       ->needs(on);
   cmd->add_flag("--non-scaling", scaling.non_scaling,

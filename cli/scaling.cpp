@@ -71,10 +71,12 @@ void report_scaling(const scaling_filter& f, const std::string& what, const std:
   const scaling_stats s = f.stats();
   std::fprintf(stderr,
                "gbf: %s %s: scaling filter, %zu level%s, %s keys of %s capacity, %s bytes, "
-               "expected FPR %.3g (target %g)\n",
+               "expected FPR %.3g (%s %g)\n",
                what.c_str(), path.c_str(), s.num_levels, s.num_levels == 1 ? "" : "s",
                with_commas(s.keys_inserted).c_str(), with_commas(s.capacity).c_str(),
-               with_commas(s.size_bytes).c_str(), s.compound_fpr, s.fpp);
+               with_commas(s.size_bytes).c_str(), s.compound_fpr,
+               f.config().policy.tightening == 1 && !f.config().policy.non_scaling ? "each level at" : "target",
+               s.fpp);
 }
 
 void print_scaling_info(const filter_file& file, const scaling_filter& f, bool json) {
@@ -130,8 +132,12 @@ void print_scaling_info(const filter_file& file, const scaling_filter& f, bool j
   row("tightening ratio:", text);
   std::snprintf(text, sizeof text, "%g", s.fpp);
   row("target fpp:", text);
-  std::snprintf(text, sizeof text, "%.3g (bound: the levels' targets sum to at most %g)",
-                s.compound_fpr, s.fpp);
+  if (c.policy.tightening == 1 && !c.policy.non_scaling)
+    std::snprintf(text, sizeof text, "%.3g (no bound: tightening 1 keeps every level at %g)",
+                  s.compound_fpr, s.fpp);
+  else
+    std::snprintf(text, sizeof text, "%.3g (bound: the levels' targets sum to at most %g)",
+                  s.compound_fpr, s.fpp);
   row("expected fpr now:", text);
   std::printf("%-6s %14s %14s %14s %11s %9s %11s\n", "level", "capacity", "keys", "bytes",
               "target fpp", "fill", "fpr now");

@@ -23,8 +23,8 @@ const char* config_problem(const scaling_config& c) {
   if (c.initial_capacity == 0) return "initial capacity must be at least 1";
   if (!(c.fpp > 0 && c.fpp < 1)) return "fpp must be in (0, 1)";
   if (c.policy.expansion == 0) return "expansion must be at least 1";
-  if (!(c.policy.tightening > 0 && c.policy.tightening < 1))
-    return "tightening ratio must be in (0, 1)";
+  if (!(c.policy.tightening > 0 && c.policy.tightening <= 1))
+    return "tightening ratio must be in (0, 1], 1 for levels that all keep fpp (Hadoop's dynamic filter)";
   layout l;
   l.words_per_block = c.s.words_per_block;
   l.bits_per_key = c.s.bits_per_key;
@@ -44,8 +44,10 @@ std::uint64_t level_capacity(const scaling_config& c, std::size_t index) {
 namespace {
 
 // fpp (1 - r) r^index: the targets of all levels sum to fpp, a geometric series.
+// r = 1: every level at fpp, the chain's FPR growing with its levels (Hadoop's
+// DynamicBloomFilter).
 double level_fpp(const scaling_config& c, std::size_t index) {
-  if (c.policy.non_scaling) return c.fpp;
+  if (c.policy.non_scaling || c.policy.tightening == 1) return c.fpp;
   return c.fpp * (1 - c.policy.tightening) * std::pow(c.policy.tightening, static_cast<double>(index));
 }
 

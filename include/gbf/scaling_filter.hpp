@@ -13,7 +13,8 @@
 // fpp, and a key absent from the chain is a false positive when it is one in
 // some level, so the chain's FPR stays at or below sum_i fpp_i < fpp at any
 // size. With r = 0.5 this is RedisBloom's rule (level 0 at fpp / 2, each next
-// level at half the previous one). A non-scaling chain has one level at the
+// level at half the previous one). r = 1 gives up the bound: every level at
+// fpp (Hadoop's DynamicBloomFilter with expansion 1: levels of one size). A non-scaling chain has one level at the
 // whole fpp and refuses (filter_full) an add that would pass its capacity,
 // before writing anything.
 //
@@ -53,6 +54,8 @@ struct scaling_policy {
   std::uint32_t expansion = 2;
   /// r in (0, 1): level i's target fpp is fpp (1 - r) r^i. Closer to 1 spends fewer bits
   /// on deep levels and more on level 0 (docs/scaling.md measures the trade).
+  /// r = 1: every level at fpp, no bound: the chain's FPR is 1 - (1 - fpp)^levels, about
+  /// levels x fpp (Hadoop's DynamicBloomFilter, with expansion 1).
   double tightening = 0.5;
   /// One level at the whole fpp that never grows: an add that would pass its capacity
   /// throws filter_full and writes nothing (RedisBloom NONSCALING).
@@ -103,9 +106,9 @@ class scaling_backend;
 
 class scaling_filter {
  public:
-  /// A chain whose level 0 takes `initial_capacity` keys; compound FPR <= `fpp`.
-  /// Throws invalid_argument for capacity 0, fpp or tightening outside (0, 1), expansion 0,
-  /// a bad shape or a level 0 that cannot be sized.
+  /// A chain whose level 0 takes `initial_capacity` keys; compound FPR <= `fpp` (r < 1).
+  /// Throws invalid_argument for capacity 0, fpp outside (0, 1), tightening outside
+  /// (0, 1], expansion 0, a bad shape or a level 0 that cannot be sized.
   static scaling_filter create(std::uint64_t initial_capacity, double fpp,
                                const scaling_policy& policy = {}, const options& opts = {},
                                const shape& s = {});

@@ -254,7 +254,8 @@ class ScalingStats:
     num_levels:    levels opened.
     keys_inserted: new keys inserted, all levels.
     expansion:     growth factor of level capacities; 0 for a non-scaling chain.
-    fpp:           the bound the chain's false-positive rate stays under.
+    fpp:           the bound the chain's false-positive rate stays under (tightening < 1);
+                   with tightening 1, each level's target (no bound).
     compound_fpr:  the chain's expected false-positive rate now: 1 - prod(1 - level fpr).
     levels:        the levels, oldest first.
     """
@@ -279,7 +280,9 @@ class ScalingFilter(_FileBacked, _core.ScalingFilterBase):
 
     capacity: keys level 0 takes (> 0); fpp: the bound on the chain's false-positive rate,
     in (0, 1); expansion: level i + 1 takes expansion times the keys of level i (>= 1);
-    tightening: r in (0, 1), level i's target is fpp (1 - r) r**i; non_scaling: one level
+    tightening: r in (0, 1], level i's target is fpp (1 - r) r**i (1: every level at fpp,
+    Hadoop's DynamicBloomFilter with expansion=1; the chain's FPR then grows with its
+    levels, about levels * fpp, instead of staying under fpp); non_scaling: one level
     at the whole fpp that never grows: an add that would pass its capacity raises
     gbf.FilterFull (with `fits`) and inserts nothing of that chunk (batches run in chunks of
     chunk_keys keys; keys of earlier chunks stay inserted). layout: the levels' shape

@@ -195,6 +195,19 @@ def test_a_refused_chunk_of_a_long_batch_counts_every_row_from_it_on():
     assert info.value.not_inserted == 200 - g.stats().keys_inserted
 
 
+def test_tightening_one_is_hadoops_dynamic_filter_every_level_at_the_fpp(rng):
+    f = gbf.ScalingFilter(2_000, 0.01, expansion=1, tightening=1.0, backend="cpu")
+    keys = rng.integers(0, 2**64 - 1, size=10_000, dtype=np.uint64)
+    f.add(keys)
+    s = f.stats()
+    assert s.num_levels >= 5 and f.tightening == 1.0
+    assert all(level.fpp == 0.01 and level.layout == s.levels[0].layout for level in s.levels)
+    assert f.contains(keys).all()
+    assert s.compound_fpr > 0.04  # about levels x fpp: no bound
+    with pytest.raises(gbf.InvalidArgument, match=r"tightening ratio must be in \(0, 1\]"):
+        gbf.ScalingFilter(2_000, 0.01, tightening=1.01, backend="cpu")
+
+
 @pytest.mark.parametrize("chunk_keys", [None, 4_000])
 def test_a_growing_chain_that_cannot_open_a_level_counts_the_keys_it_lacks(chunk_keys):
     # Expansion 1 tightens each level's target until one needs more than 4096 bits

@@ -95,7 +95,14 @@ expect_rc 2 "$GBF" create --scaling --capacity 10 --format parquet-sbbf -o x.bin
 expect_err "gbf format only"
 expect_rc 2 "$GBF" create --scaling --capacity 10 --parquet-compatible -o x.gbf
 expect_err "does not apply to --scaling"
-expect_rc 2 "$GBF" create --scaling --capacity 10 --tightening 1 -o x.gbf
+expect_rc 2 "$GBF" create --scaling --capacity 10 --tightening 1.5 -o x.gbf
+expect_err "must be in (0, 1\]"
+# Tightening 1: every level at --fpp (Hadoop's dynamic filter); info says there is no bound.
+expect_rc 0 "$GBF" create --scaling --capacity 1000 --expansion 1 --tightening 1 -o dyn.gbf -q
+expect_rc 0 "$GBF" add dyn.gbf k.u64 --keys-format u64
+expect_err "each level at 0.01"
+expect_rc 0 "$GBF" info dyn.gbf
+grep -q 'no bound: tightening 1 keeps every level at 0.01' out || fail "info of a tightening-1 chain: $(cat out)"
 expect_rc 1 "$GBF" merge s.gbf s.gbf -o m.gbf
 expect_err "holds a scaling Bloom filter"
 printf 'garbage' >> s.gbf

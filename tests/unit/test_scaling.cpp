@@ -64,7 +64,7 @@ class reference_chain {
  private:
   void open() {
     const std::size_t i = levels_.size();
-    const double fpp = c_.policy.non_scaling
+    const double fpp = c_.policy.non_scaling || c_.policy.tightening == 1
                            ? c_.fpp
                            : c_.fpp * (1 - c_.policy.tightening) *
                                  std::pow(c_.policy.tightening, static_cast<double>(i));
@@ -576,8 +576,9 @@ TEST(ScalingFilter, BadConfigsAreRefusedNamingTheProblem) {
   says(config_of(10, 1), "fpp must be in (0, 1)");
   says(config_of(10, std::nan("")), "fpp must be in (0, 1)");
   says(config_of(10, 0.01, {}, 0), "expansion must be at least 1");
-  says(config_of(10, 0.01, {}, 2, 0), "tightening ratio must be in (0, 1)");
-  says(config_of(10, 0.01, {}, 2, 1), "tightening ratio must be in (0, 1)");
+  says(config_of(10, 0.01, {}, 2, 0), "tightening ratio must be in (0, 1]");
+  says(config_of(10, 0.01, {}, 2, 1.5), "tightening ratio must be in (0, 1]");
+  says(config_of(10, 0.01, {}, 2, std::nan("")), "tightening ratio must be in (0, 1]");
   says(config_of(10, 0.01, {8, 4, 0}), "bits_per_key must be at least words_per_block");
   says(config_of(10, 0.01, {3, 8, 0}), "words_per_block must be one of");
   says(config_of(std::uint64_t{1} << 62, 1e-9), "cannot open level 0");
@@ -627,6 +628,36 @@ TEST(ScalingFilter, ALevelPastItsBitsPerKeyBoundIsFilterFullNotAnEndlessGrowth) 
   std::unique_ptr<bool[]> found(new bool[keys.size()]);
   f.contains(keys.data(), keys.size(), found.get());
   EXPECT_TRUE(std::all_of(found.get(), found.get() + keys.size(), [](bool b) { return b; }));
+}
+
+// Hadoop's DynamicBloomFilter: tightening 1 and expansion 1 give rows of one
+// size, each at the whole fpp; the chain's FPR is then 1 - (1 - fpp)^rows, which
+// stats() reports and a probe of absent keys measures.
+TEST(ScalingFilter, TighteningOneKeepsEveryLevelAtTheFppAsHadoopsDynamicFilter) {
+  for (const std::uint32_t expansion : {1u, 2u}) {
+    scaling_policy p;
+    p.expansion = expansion;
+    p.tightening = 1;
+    scaling_filter f = scaling_filter::create(20'000, 0.01, p, on_cpu(2));
+    const std::vector<std::uint64_t> keys = random_keys<std::uint64_t>(expansion == 1 ? 100'000 : 140'000, 90 + expansion);
+    // A key that tests present (a false positive of an earlier row) is not inserted.
+    EXPECT_GT(f.add(keys.data(), keys.size()), keys.size() * 95 / 100);
+    ASSERT_GE(f.levels().size(), 3u);
+    for (const scaling_level& level : f.levels()) {
+      EXPECT_EQ(level.fpp, 0.01);
+      if (expansion == 1) {
+        EXPECT_EQ(level.l, f.levels().front().l);  // rows of one size
+      }
+    }
+    EXPECT_EQ(f.count(keys.data(), keys.size()), keys.size());
+    const scaling_stats s = f.stats();
+    const double rows = static_cast<double>(f.levels().size());
+    EXPECT_GT(s.compound_fpr, 0.01);  // no bound: more rows, more false positives
+    EXPECT_LT(s.compound_fpr, 1 - std::pow(1 - 0.01, rows) + 0.002);
+    const std::vector<std::uint64_t> absent = random_keys<std::uint64_t>(400'000, 190 + expansion);
+    const double measured = static_cast<double>(f.count(absent.data(), absent.size())) / 400'000.0;
+    EXPECT_NEAR(measured, s.compound_fpr, 0.15 * s.compound_fpr) << rows << " rows";
+  }
 }
 
 // A batch that outgrows the chain's last possible level keeps what went in and
