@@ -65,6 +65,12 @@ void save_scaling(const scaling_filter& f, const filter_file& file) {
   save(f, file.path);
 }
 
+// Tightening 1 (Hadoop's dynamic filter): every level at the fpp, so the fpp is
+// each level's target, not a bound on the chain's FPR.
+namespace {
+bool every_level_at_fpp(const scaling_config& c) { return c.policy.tightening == 1 && !c.policy.non_scaling; }
+}  // namespace
+
 void report_scaling(const scaling_filter& f, const std::string& what, const std::string& path,
                     bool quiet) {
   if (quiet) return;
@@ -75,7 +81,7 @@ void report_scaling(const scaling_filter& f, const std::string& what, const std:
                what.c_str(), path.c_str(), s.num_levels, s.num_levels == 1 ? "" : "s",
                with_commas(s.keys_inserted).c_str(), with_commas(s.capacity).c_str(),
                with_commas(s.size_bytes).c_str(), s.compound_fpr,
-               f.config().policy.tightening == 1 && !f.config().policy.non_scaling ? "each level at" : "target",
+               every_level_at_fpp(f.config()) ? "each level at" : "target",
                s.fpp);
 }
 
@@ -132,7 +138,7 @@ void print_scaling_info(const filter_file& file, const scaling_filter& f, bool j
   row("tightening ratio:", text);
   std::snprintf(text, sizeof text, "%g", s.fpp);
   row("target fpp:", text);
-  if (c.policy.tightening == 1 && !c.policy.non_scaling)
+  if (every_level_at_fpp(c))
     std::snprintf(text, sizeof text, "%.3g (no bound: tightening 1 keeps every level at %g)",
                   s.compound_fpr, s.fpp);
   else

@@ -168,8 +168,40 @@ layout size_for(std::uint64_t capacity, double fpp, const shape& s) {
            " GiB), the largest filter gbf can address; lower the capacity or raise fpp");
   }
   // The FPR falls monotonically as blocks are added (fewer keys per block), so
-  // binary-search the smallest num_blocks that meets the target.
+  // binary-search the smallest num_blocks that meets the target. The search of
+  // the whole range [1, 2^32] made filter::create(1000, 0.01) take 39 us (Zen 5
+  // VM; 28 us bracketed), most of it in this model, so first bracket the answer near a
+  // classic Bloom filter's size, the blocked one's is a little larger (10.5
+  // against 9.6 bits per key at 1%, default layout), stepping by 8x outward
+  // until the bracket holds (a deep scaling level may need 100x the classic
+  // size). Invariant of the search: fpr(hi) <= fpp and, unless lo = 1, fpr(lo - 1) > fpp.
+  const double block_bits = static_cast<double>(l.words_per_block) * 32;
+  const double guess = std::ceil(n * classic_bits_per_key(fpp) / block_bits);
   std::uint64_t lo = 1, hi = max_num_blocks;
+  if (guess < static_cast<double>(max_num_blocks)) {
+    std::uint64_t probe = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(guess));
+    if (fpr_with(probe) <= fpp) {
+      hi = probe;
+      while (hi > 1) {  // down until too small: that is lo - 1
+        const std::uint64_t lower = std::max<std::uint64_t>(1, hi / 8);
+        if (fpr_with(lower) > fpp) {
+          lo = lower + 1;
+          break;
+        }
+        hi = lower;
+      }
+    } else {
+      lo = probe + 1;
+      while (lo <= max_num_blocks / 8) {  // up until large enough: that is hi
+        const std::uint64_t higher = (lo - 1) * 8;
+        if (fpr_with(higher) <= fpp) {
+          hi = higher;
+          break;
+        }
+        lo = higher + 1;
+      }
+    }
+  }
   while (lo < hi) {
     const std::uint64_t mid = lo + (hi - lo) / 2;
     if (fpr_with(mid) <= fpp) {

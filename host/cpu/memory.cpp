@@ -182,7 +182,7 @@ word_array allocate_words(std::uint64_t bytes, bool huge_pages, const char* what
     throw fail(": more than this machine's " + std::to_string(physical) + " bytes of physical memory");
   // The same for what is left: a chain of scaling levels, or many filters, each
   // below physical memory, would otherwise end in the OOM killer as well. In a
-  // container (Docker, Kubernetes, a Dask worker's limit) the cgroup's limit is
+  // container (Docker, Kubernetes, a systemd slice) the cgroup's limit is
   // the one that OOM-kills, whatever the machine has free. Reading /proc and the
   // cgroup files takes tens of microseconds, more than zeroing a small array
   // (which cannot be what tips the machine over): only from 1 MiB.
