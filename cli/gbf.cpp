@@ -6,8 +6,11 @@
 // (the shell reports 128 + the signal number: 130 for SIGINT, 143 for SIGTERM).
 #include <CLI/CLI.hpp>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <functional>
 #include <new>
@@ -153,9 +156,29 @@ void remove_temporary_files_on_signals() {
   }
 }
 
+/// A closed standard descriptor is handed to the next open(): a lock file
+/// became stdout and took `query --out R --select`'s rows (exit 0), and with
+/// stdin closed `build -` read a lock file as its keys. Each closed one gets
+/// /dev/null opened the other way round, so its I/O still fails with EBADF,
+/// as it would have, and no file of gbf's lands on it.
+void occupy_closed_standard_descriptors() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    const int opened = ::open("/dev/null", (fd == 0 ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
+    if (opened >= 0 && opened != fd) {
+      ::dup2(opened, fd);
+      ::close(opened);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  occupy_closed_standard_descriptors();
+  // Past `ulimit -f` a write fails with EFBIG (a named error, temporaries
+  // removed) instead of SIGXFSZ ending the process with no message.
+  ::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"gbf: GPU batch membership engine (blocked Bloom filters on GPU and CPU)"};
   app.require_subcommand(1);
   app.set_version_flag("--version",

@@ -180,6 +180,27 @@ std::string resolve_links(const std::string& path) {
 namespace {
 
 /// resolve_links with the "save '<path>': " prefix of the sink's other errors.
+// A save replaces its target by rename, which would replace a device, FIFO or
+// socket node itself (as root, `-o /dev/null` turned /dev/null into a plain
+// file); a directory cannot be replaced at all. Refused before anything is
+// created: io_error("<verb> '<shown>': '<target>' is not a regular file (...)").
+void refuse_non_regular(const char* verb, const std::string& shown, const std::string& target) {
+  struct stat st {};
+  if (::stat(target.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return;  // absent: created
+  const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
+                     : S_ISCHR(st.st_mode)  ? "a character device"
+                     : S_ISBLK(st.st_mode)  ? "a block device"
+                     : S_ISFIFO(st.st_mode) ? "a FIFO"
+                     : S_ISSOCK(st.st_mode) ? "a socket"
+                                            : "not a file";
+  const std::string where = std::string(verb) + " '" + shown + "': '" + target + "' ";
+  if (S_ISDIR(st.st_mode)) throw io_error(where + "is a directory; name a file to write", EISDIR);
+  throw io_error(where + "is not a regular file (" + kind +
+                     "): gbf writes a new file and renames it over the old one, which would replace that node "
+                     "itself; name a regular file",
+                 EINVAL);
+}
+
 std::string resolve_for_save(const std::string& path) {
   try {
     return resolve_links(path);
@@ -191,6 +212,16 @@ std::string resolve_for_save(const std::string& path) {
 }  // namespace
 
 atomic_file_sink::atomic_file_sink(const std::string& path) : path_(path), target_(resolve_for_save(path)) {
+  refuse_non_regular("save", path_, target_);
+  // The new file takes the old one's permissions (and owner, where this process
+  // may give it): a rewrite must not turn a 0600 file into a 0644 one.
+  struct stat old {};
+  if (::stat(target_.c_str(), &old) == 0) {
+    replaces_existing_ = true;
+    old_mode_ = old.st_mode & 07777;
+    old_uid_ = old.st_uid;
+    old_gid_ = old.st_gid;
+  }
   const std::string dir = directory_prefix(target_);
   remove_stale_temps(dir, name_stem(file_name(target_)));
   const char* mode = std::getenv("GBF_TEMP_FILES");
@@ -267,6 +298,13 @@ void atomic_file_sink::write(const std::uint8_t* data, std::size_t n) {
 }
 
 void atomic_file_sink::commit() {
+  if (replaces_existing_) {
+    // Owner first: chown clears the set-id bits that chmod then restores. A
+    // process that may not give the file away (EPERM) leaves it its own, as
+    // any rename-based rewrite must.
+    if (::fchown(fd_, old_uid_, old_gid_) != 0 && errno != EPERM) fail("cannot set the owner of the new file");
+    if (::fchmod(fd_, old_mode_) != 0) fail("cannot set the permissions of the new file");
+  }
   if (::fsync(fd_) != 0) fail(unnamed_ ? "cannot fsync the temporary file" : "cannot fsync '" + temp_path_ + "'");
   if (unnamed_) link_unnamed();
   const int fd = fd_;
@@ -339,6 +377,7 @@ class fatal_signals_blocked {
 // blocked, and Ctrl-C would no longer end a waiting process.
 write_lock::write_lock(const std::string& target, bool wait)
     : lock_path_(directory_prefix(target) + "." + name_stem(file_name(target)) + ".gbf-lock") {
+  refuse_non_regular("lock", target, target);
   const fatal_signals_blocked blocked;
   const auto fail = [&](const std::string& what) {
     const int err = errno;

@@ -52,6 +52,9 @@ std::string resolve_links(const std::string& path);
 // temporary file; the constructor removes the temporary files of earlier saves
 // of the same target whose process is dead and which no process holds open
 // under flock (the writer holds one on its temporary until commit).
+// A target that exists but is not a regular file (a device, FIFO, socket or
+// directory) is refused up front; an existing file's permissions and owner
+// (where this process may give it away) carry over to its replacement.
 // Failures throw io_error("save '<path>': <what>: <strerror>").
 class atomic_file_sink final : public byte_sink {
  public:
@@ -81,6 +84,10 @@ class atomic_file_sink final : public byte_sink {
   int cleanup_slot_ = -1;  ///< Registration with remove_unfinished_files(), -1 when none.
   bool unnamed_ = false;
   bool committed_ = false;
+  bool replaces_existing_ = false;  ///< The target exists: its mode and owner carry over.
+  unsigned old_mode_ = 0;
+  unsigned old_uid_ = 0;
+  unsigned old_gid_ = 0;
 };
 
 // Mutual exclusion of the processes that write one file (the gbf command takes

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "docstrings.hpp"
 #include "gbf/io.hpp"
@@ -47,15 +48,25 @@ using namespace nb::literals;
 // gbf._errors, imported once at module load and kept for the process's life.
 nb::handle errors_module;
 
+// A message as str. It may hold a path's OS bytes, which need not be UTF-8:
+// decoded as os.fsdecode does (undecodable bytes as lone surrogates, which
+// os.fsencode turns back into the name). A strict decode raised
+// UnicodeDecodeError instead of the error itself.
+nb::object message(const char* what) {
+  PyObject* text = PyUnicode_DecodeUTF8(what, static_cast<Py_ssize_t>(std::strlen(what)), "surrogateescape");
+  if (text == nullptr) throw nb::python_error();
+  return nb::steal(text);
+}
+
 void raise(const char* name, const char* what) {
   nb::object cls = errors_module.attr(name);
-  PyErr_SetObject(cls.ptr(), cls(what).ptr());
+  PyErr_SetObject(cls.ptr(), cls(message(what)).ptr());
 }
 
 template <class Value>
 void raise_with(const char* name, const char* what, const char* attribute, Value value) {
   nb::object cls = errors_module.attr(name);
-  nb::object exc = cls(what);
+  nb::object exc = cls(message(what));
   exc.attr(attribute) = value;
   PyErr_SetObject(cls.ptr(), exc.ptr());
 }
@@ -79,13 +90,13 @@ void translate(const std::exception_ptr& p, void*) {
     raise_with("CudaError", e.what(), "code", e.code());
   } catch (const filter_full& e) {
     nb::object cls = errors_module.attr("FilterFull");
-    nb::object exc = cls(e.what());
+    nb::object exc = cls(message(e.what()));
     exc.attr("not_inserted") = e.not_inserted();
     exc.attr("fits") = e.fits();
     PyErr_SetObject(cls.ptr(), exc.ptr());
   } catch (const io_error& e) {
     // OSError(errno, text) picks FileNotFoundError, PermissionError, ... from errno.
-    nb::object exc = nb::handle(PyExc_OSError)(e.os_error(), e.what());
+    nb::object exc = nb::handle(PyExc_OSError)(e.os_error(), message(e.what()));
     PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
   } catch (const error& e) {
     raise("Error", e.what());

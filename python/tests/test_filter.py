@@ -4,6 +4,7 @@ copies, errors, threads and Ctrl-C."""
 import copy
 import io
 import os
+import stat
 import pickle
 import signal
 import threading
@@ -249,6 +250,31 @@ def test_paths_are_os_bytes_and_a_nul_byte_is_refused(tmp_path):
         with pytest.raises(ValueError, match="holds a NUL byte"):
             call()
     assert not (tmp_path / "new.gbf").exists() and not (tmp_path / "c").exists()
+
+
+def test_an_error_about_a_non_utf8_path_is_that_error_with_the_name_recoverable(tmp_path):
+    # The message holds the path's bytes: strictly decoded, it raised UnicodeDecodeError
+    # (a RuntimeError) in place of FileNotFoundError, ENOSPC, a format error, ...
+    missing = os.fsencode(str(tmp_path)) + b"/missing\xff.gbf"
+    for load in (gbf.load, gbf.CountingFilter.load, gbf.ScalingFilter.load, gbf.CuckooFilter.load):
+        with pytest.raises(FileNotFoundError) as info:
+            load(missing)
+        assert os.fsdecode(missing) in str(info.value)
+    with pytest.raises(FileNotFoundError):
+        gbf.Filter(10, backend="cpu").save(os.fsencode(str(tmp_path)) + b"/no\xfe/x.gbf")
+    corrupt = os.fsencode(str(tmp_path)) + b"/bad\xff.gbf"
+    with open(corrupt, "wb") as out:
+        out.write(b"GBFBLOOM" + b"\0" * 100)
+    with pytest.raises(gbf.FormatError):
+        gbf.load(corrupt)
+
+
+def test_saving_over_a_fifo_is_refused_and_leaves_it(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError, match="is not a regular file"):
+        gbf.Filter(10, backend="cpu").save(fifo)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
 
 
 def test_an_explicit_layout_refuses_an_fpp_its_files_could_not_record():

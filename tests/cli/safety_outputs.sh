@@ -75,4 +75,39 @@ expect_err "^gbf: save 'r.bytes': cannot write"
 expect_err "File too large"
 cmp -s r.bytes r.orig || fail "a query that could not write its results changed the old ones"
 [[ -z $(leftovers) ]] || fail "files left behind: $(leftovers)"
+# The same with SIGXFSZ at its default: gbf ignores it itself (it used to die
+# of the signal, exit 153, with no message and its lock file left).
+(ulimit -f 16; "$GBF" query f.gbf many.u64 --out r.bytes >out 2>err); rc=$?
+[[ $rc == 1 ]] || fail "--out past ulimit -f with SIGXFSZ at its default: exit $rc"
+expect_err "File too large"
+cmp -s r.bytes r.orig || fail "a query killed at ulimit -f changed the old results"
+[[ -z $(leftovers) ]] || fail "files left behind after ulimit -f: $(leftovers)"
+
+# An output that is not a regular file is refused, the node left as it was:
+# a rename over it would replace a FIFO (or, as root, /dev/null) itself.
+mkfifo pipe.out
+expect_rc 1 "$GBF" create --capacity 10 -o pipe.out
+expect_err "'pipe.out' is not a regular file (a FIFO)"
+[[ -p pipe.out ]] || fail "create -o FIFO replaced the FIFO"
+expect_rc 1 "$GBF" query f.gbf k.u64 --out pipe.out
+[[ -p pipe.out ]] || fail "query --out FIFO replaced the FIFO"
+rm pipe.out
+[[ -z $(leftovers) ]] || fail "files left behind by refused non-regular outputs: $(leftovers)"
+
+# A closed standard descriptor is not reused for gbf's own files: with stdout
+# closed, --select's rows went into the lock file (exit 0); with stdin closed,
+# `build -` read a lock file as its keys.
+cp r.orig r.bytes
+"$GBF" query f.gbf k.u64 --keys-format u64 --out r.bytes --select -q >&- 2>err; rc=$?
+[[ $rc == 1 ]] || fail "query --select with stdout closed: exit $rc"
+expect_err "standard output: write failed"
+"$GBF" build - --capacity 1000 -o stdin.gbf -q <&- 2>err; rc=$?
+[[ $rc == 1 ]] || fail "build - with stdin closed: exit $rc"
+expect_err "read failed"
+[[ -e stdin.gbf ]] && fail "build - with stdin closed wrote a filter"
+# A rewrite keeps the file's permissions.
+chmod 600 g.gbf
+expect_rc 0 "$GBF" add g.gbf k.u64 --keys-format u64 -q
+[[ $(stat -c %a g.gbf) == 600 ]] || fail "add turned a 0600 filter into $(stat -c %a g.gbf)"
+[[ -z $(leftovers) ]] || fail "files left behind: $(leftovers)"
 finish

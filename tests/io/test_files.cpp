@@ -1,5 +1,6 @@
 // gbf/files.hpp: the crash-safe save and the writer lock as applications use them.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -8,6 +9,7 @@
 #include <vector>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 #include "gbf/error.hpp"
@@ -66,6 +68,48 @@ TEST(AtomicFile, MissingDirectoryIsAnIoErrorNamingThePath) {
   } catch (const io_error& e) {
     EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
     EXPECT_EQ(e.os_error(), ENOENT);
+  }
+}
+
+// A save renames a new file over its target, which would replace a FIFO or a
+// device node itself (as root, `-o /dev/null` made /dev/null a plain file).
+TEST(AtomicFile, ATargetThatIsNotARegularFileIsRefusedAndLeftAsItWas) {
+  temp_dir dir;
+  const std::string fifo = dir.file("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  const std::string folder = dir.file("folder");
+  ASSERT_EQ(::mkdir(folder.c_str(), 0755), 0);
+  for (const auto& [path, says, err] : {std::tuple{fifo, "is not a regular file (a FIFO)", EINVAL},
+                                        std::tuple{folder, "is a directory", EISDIR}}) {
+    try {
+      atomic_file out(path);
+      FAIL() << path << " was opened for replacement";
+    } catch (const io_error& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+      EXPECT_EQ(e.os_error(), err);
+    }
+    EXPECT_THROW(file_lock(path, false), io_error);  // refused before a lock file exists
+  }
+  struct stat st {};
+  ASSERT_EQ(::stat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  EXPECT_EQ(dir.entries(), (std::vector<std::string>{"fifo", "folder"}));
+}
+
+// A rewrite must not widen a file's permissions (a 0600 file became 0644).
+TEST(AtomicFile, AReplacedFileKeepsItsPermissions) {
+  temp_dir dir;
+  const std::string path = dir.file("secret.bin");
+  for (const mode_t mode : {mode_t{0600}, mode_t{0640}, mode_t{0444}}) {
+    write_all(path, text("old"));
+    ASSERT_EQ(::chmod(path.c_str(), mode), 0);
+    atomic_file out(path);
+    out.write("new", 3);
+    out.commit();
+    struct stat st {};
+    ASSERT_EQ(::stat(path.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, mode);
+    EXPECT_EQ(read_all(path), text("new"));
   }
 }
 
