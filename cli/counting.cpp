@@ -70,7 +70,11 @@ enum class counting_step { add, remove, remove_unchecked };
 remove_report run_keys(counting_filter& f, const keys_input& keys, const run_options& run,
                        counting_step step) {
   const auto reader = key_reader::open(keys.path, keys.format);
-  progress bar(step == counting_step::add ? "added" : "removed", reader->known_count(), run.quiet);
+  // A checked remove reads keys it then refuses: its count is of keys looked up.
+  progress bar(step == counting_step::add                ? "added"
+               : step == counting_step::remove_unchecked ? "removed"
+                                                         : "looked up",
+               reader->known_count(), run.quiet);
   key_chunk chunk;
   remove_report total;
   while (reader->next(chunk, keys.chunk_keys)) {
@@ -194,7 +198,7 @@ int run_counting_remove(const remove_args& args) {
   if (args.strict && r.refused > 0)
     throw invalid_argument("'" + args.target.path + "': " + with_commas(r.refused) +
                            " keys are not in the filter (--strict); the file is unchanged");
-  save_counting(f, args.target, meta.fpp);
+  if (r.removed > 0) save_counting(f, args.target, meta.fpp);  // nothing removed: nothing to rewrite
   if (args.unchecked)
     std::printf("%s keys removed (unchecked)\n", with_commas(r.removed).c_str());
   else

@@ -199,7 +199,7 @@ int run_cuckoo_remove(const add_args& args, bool strict) {
   cuckoo_file_metadata meta;
   cuckoo_filter f = load_cuckoo_file(args.target, args.run, meta);
   const auto reader = key_reader::open(args.keys.path, args.keys.format);
-  progress bar("removed", reader->known_count(), args.run.quiet);
+  progress bar("looked up", reader->known_count(), args.run.quiet);  // "N removed, M refused" follows
   key_chunk chunk;
   std::unique_ptr<bool[]> removed;
   std::size_t removed_room = 0;
@@ -224,7 +224,7 @@ int run_cuckoo_remove(const add_args& args, bool strict) {
                            " of " + with_commas(bar.done()) + " keys were not in the filter " +
                            "(the first at row " + with_commas(*first_missing) +
                            "); the file is unchanged");
-  save(f, args.target.path, meta.fpp);
+  if (done > 0) save(f, args.target.path, meta.fpp);  // nothing removed: nothing to rewrite
   std::printf("%s keys removed, %s refused (not present)\n", with_commas(done).c_str(),
               with_commas(missing).c_str());
   check_stdout();
