@@ -49,6 +49,8 @@ class bloom_backend {
   virtual std::uint64_t popcount() const = 0;
   /// Copies the num_words words to host memory `out`.
   virtual void read_words(std::uint32_t* out) const = 0;
+  /// Copies words [first, first + count) to host memory `out` (the caller checks the range).
+  virtual void read_words(std::uint64_t first, std::uint64_t count, std::uint32_t* out) const = 0;
   /// Replaces the bit array with num_words host words from `in`.
   virtual void write_words(const std::uint32_t* in) = 0;
   /// Device address of the bit array; nullptr on the CPU.

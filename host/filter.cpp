@@ -207,6 +207,15 @@ std::vector<std::uint32_t> filter::words() const {
   return out;
 }
 
+void filter::copy_words(std::uint64_t first, std::uint64_t count, std::uint32_t* out) const {
+  const std::uint64_t num_words = layout_.num_words();
+  if (first > num_words || count > num_words - first)
+    throw invalid_argument("copy_words: words [" + std::to_string(first) + ", " + std::to_string(first) + " + " +
+                           std::to_string(count) + ") pass the filter's " + std::to_string(num_words));
+  if (count > 0 && out == nullptr) throw invalid_argument("copy_words: out is null");
+  if (count > 0) impl_->read_words(first, count, out);
+}
+
 std::uint32_t* filter::device_words() { return gpu_words(*impl_); }
 
 const std::uint32_t* filter::device_words() const { return gpu_words(*impl_); }

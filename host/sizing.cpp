@@ -1,6 +1,8 @@
 // Sizing math; the model is stated in include/gbf/sizing.hpp.
 #include "gbf/sizing.hpp"
 
+#include <math.h>  // lgamma_r, the reentrant lgamma
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -130,7 +132,11 @@ double expected_fpr(const layout& l, double num_keys) {
   // Below the mode the block FPR only falls, so an absolute cut-off suffices.
   constexpr double negligible = 1e-18;
   const double mode = std::floor(lambda);
-  auto log_pmf = [lambda](double j) { return -lambda + j * std::log(lambda) - std::lgamma(j + 1); };
+  // lgamma_r: std::lgamma writes the global signgam, a data race when threads size filters at once.
+  auto log_pmf = [lambda](double j) {
+    int sign = 0;
+    return -lambda + j * std::log(lambda) - ::lgamma_r(j + 1, &sign);
+  };
   double total = 0;
   for (double j = mode;; j += 1) {
     const double p = std::exp(log_pmf(j));

@@ -4,6 +4,7 @@
 #include <system_error>
 
 #if defined(__unix__) || defined(__APPLE__)
+#include <pthread.h>
 #include <unistd.h>
 #endif
 
@@ -56,6 +57,16 @@ thread_pool& thread_pool::instance() {
   // destructor can run before a late user of the pool.
   static std::mutex instance_mutex;
   static thread_pool* pool = nullptr;
+#if defined(__unix__) || defined(__APPLE__)
+  // A fork() while another thread is inside this function would hand the child
+  // instance_mutex locked by a thread it does not have: its first threaded call
+  // then waited forever (about 1 fork in 400 with threads creating filters).
+  // Held across fork() instead, and released on both sides.
+  static const int fork_handlers = ::pthread_atfork([] { instance_mutex.lock(); },
+                                                    [] { instance_mutex.unlock(); },
+                                                    [] { instance_mutex.unlock(); });
+  (void)fork_handlers;
+#endif
   std::lock_guard<std::mutex> lock(instance_mutex);
 #if defined(__unix__) || defined(__APPLE__)
   static pid_t owner = 0;

@@ -1,5 +1,7 @@
 // Byte sources and the word payload (host/io/byte_io.hpp).
 #include "host/io/byte_io.hpp"
+
+#include "gbf/filter.hpp"
 #include "host/number_text.hpp"
 
 #include <fcntl.h>
@@ -75,6 +77,19 @@ void write_words(const std::vector<std::uint32_t>& words, byte_sink& out, xxh64_
   for (std::size_t first = 0; first < words.size(); first += chunk_words) {
     const std::size_t count = std::min(chunk_words, words.size() - first);
     for (std::size_t i = 0; i < count; ++i) put_le32(&chunk[4 * i], words[first + i]);
+    if (hash != nullptr) hash->update(chunk.data(), 4 * count);
+    out.write(chunk.data(), 4 * count);
+  }
+}
+
+void write_words(const filter& f, byte_sink& out, xxh64_stream* hash) {
+  const std::uint64_t num_words = f.layout().num_words();
+  std::vector<std::uint32_t> words(std::min<std::uint64_t>(chunk_words, num_words));
+  std::vector<std::uint8_t> chunk(words.size() * bytes_per_word);
+  for (std::uint64_t first = 0; first < num_words; first += chunk_words) {
+    const std::size_t count = static_cast<std::size_t>(std::min<std::uint64_t>(chunk_words, num_words - first));
+    f.copy_words(first, count, words.data());
+    for (std::size_t i = 0; i < count; ++i) put_le32(&chunk[4 * i], words[i]);
     if (hash != nullptr) hash->update(chunk.data(), 4 * count);
     out.write(chunk.data(), 4 * count);
   }

@@ -19,6 +19,10 @@
 #include "gbf/layout.hpp"
 #include "host/io/atomic_file.hpp"
 
+namespace gbf {
+class filter;
+}
+
 namespace gbf::detail {
 
 // ---------------------------------------------------------------------------
@@ -165,6 +169,9 @@ class file_source final : public byte_source {
 
 /// Writes `words` as little-endian bytes to `out`, feeding them to `hash` when not null.
 void write_words(const std::vector<std::uint32_t>& words, byte_sink& out, xxh64_stream* hash);
+/// The same for a filter's bit array, read a chunk at a time (filter::copy_words):
+/// a save holds 256 KiB of it, not a second copy of the whole array.
+void write_words(const filter& f, byte_sink& out, xxh64_stream* hash);
 /// Reads l.num_words() words; the caller has checked that the source holds them.
 std::vector<std::uint32_t> read_words(const layout& l, byte_source& in, xxh64_stream* hash);
 

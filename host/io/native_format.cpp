@@ -68,12 +68,11 @@ std::array<std::uint8_t, header_bytes> encode_header(const file_metadata& m) {
 
 void write_native(const filter& f, double fpp, byte_sink& out) {
   const file_metadata meta{f.layout(), f.capacity(), fpp, f.stats().keys_added};
-  const std::vector<std::uint32_t> words = f.words();
   xxh64_stream hash;
   const auto header = encode_header(meta);
   hash.update(header.data(), header.size());
   out.write(header.data(), header.size());
-  detail::write_words(words, out, &hash);
+  detail::write_words(f, out, &hash);
   std::uint8_t checksum[checksum_bytes];
   put_le64(checksum, hash.digest());
   out.write(checksum, sizeof checksum);

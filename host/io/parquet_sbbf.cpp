@@ -34,7 +34,7 @@ void write_parquet(const filter& f, bool with_header, byte_sink& out) {
     const auto header = detail::thrift::bloom_filter_header(static_cast<std::uint32_t>(l.size_bytes()));
     out.write(header.data(), header.size());
   }
-  detail::write_words(f.words(), out, nullptr);
+  detail::write_words(f, out, nullptr);
 }
 
 filter read_parquet(byte_source& in, bool with_header, const options& opts) {

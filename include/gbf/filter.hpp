@@ -265,6 +265,9 @@ class filter {
   filter_stats stats() const;
   /// The bit array as host words (num_words of them, word i of block b at b * W + i).
   std::vector<std::uint32_t> words() const;
+  /// Copies words [first, first + count) of words() to host memory `out`, without the
+  /// whole array's copy (saves stream a filter this way). Throws invalid_argument past the end.
+  void copy_words(std::uint64_t first, std::uint64_t count, std::uint32_t* out) const;
   /// Device address of the bit array (GPU backend; wrong_backend on the CPU), for
   /// custom kernels, which may read and write it (see gbf::device_ref).
   std::uint32_t* device_words();

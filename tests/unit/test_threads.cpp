@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <numeric>
 #include <set>
@@ -185,6 +186,36 @@ TEST(CpuThreadPool, AForkedChildRunsThreadedCallsOnAPoolOfItsOwn) {
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status)) << "the child did not exit (status " << status << ")";
   EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's threaded call did not run every part";
+}
+
+// A fork while another thread is getting the pool: the child once inherited the
+// pool's lock held by a thread it does not have, and its first threaded call
+// waited forever. Another thread gets the pool in a tight loop (it holds the
+// lock most of the time) while the main thread forks.
+TEST(CpuThreadPool, AForkWhileAnotherThreadGetsThePoolLeavesTheChildAPool) {
+  std::atomic<bool> stop{false};
+  std::thread getter([&] {
+    while (!stop.load(std::memory_order_relaxed)) (void)thread_pool::instance();
+  });
+  int hung = 0, failed = 0;
+  for (int i = 0; i < 50; ++i) {
+    const pid_t child = ::fork();
+    ASSERT_NE(child, -1) << "fork failed";
+    if (child == 0) {
+      ::alarm(5);
+      std::atomic<unsigned> child_ran{0};
+      run_in_parts(2, 2, [&](unsigned, std::uint64_t, std::uint64_t) { child_ran.fetch_add(1); });
+      ::_exit(child_ran.load() == 2 ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) ++hung;
+    else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
+  }
+  stop = true;
+  getter.join();
+  EXPECT_EQ(hung, 0) << "children stuck on the pool's lock";
+  EXPECT_EQ(failed, 0);
 }
 #endif
 
