@@ -3,7 +3,10 @@
 // same Parquet bytes as its CPU copy. Skips without a GPU (gbf::test::gpu_test).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tests/gpu/gpu_test.hpp"
 #include "tests/io/io_support.hpp"
@@ -39,6 +42,21 @@ TEST_F(GpuFileFormat, SaveAndLoadFileRoundTripOnGpu) {
   EXPECT_EQ(serialize(filled_filter(layout_of(8, 8, 1024)), 0.01), read_all(path));
   // And a GPU filter exports the same Parquet bytes as its CPU copy.
   EXPECT_EQ(to_parquet_sbbf(g), to_parquet_sbbf(g.copy_to(backend::cpu)));
+}
+
+// Saves stream the words in slices (filter::copy_words): a slice of a GPU
+// filter is the same slice of words(), the tail of a word count not a multiple
+// of the slice included.
+TEST_F(GpuFileFormat, CopyWordsOfAGpuFilterAreSlicesOfItsWords) {
+  const filter f = filled_filter(layout_of(8, 8, 70'001), on_gpu());  // 560,008 words: 8 slices + a tail
+  ASSERT_EQ(f.where(), backend::gpu);
+  const std::vector<std::uint32_t> all = f.words();
+  std::vector<std::uint32_t> slice(1000);
+  for (const std::uint64_t first : {std::uint64_t{0}, std::uint64_t{65'536}, all.size() - 1000}) {
+    f.copy_words(first, slice.size(), slice.data());
+    EXPECT_TRUE(std::equal(slice.begin(), slice.end(), all.begin() + static_cast<std::ptrdiff_t>(first))) << first;
+  }
+  EXPECT_EQ(serialize(f, 0.01), serialize(f.copy_to(backend::cpu), 0.01));
 }
 
 }  // namespace
