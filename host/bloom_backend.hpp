@@ -53,6 +53,8 @@ class bloom_backend {
   virtual void read_words(std::uint64_t first, std::uint64_t count, std::uint32_t* out) const = 0;
   /// Replaces the bit array with num_words host words from `in`.
   virtual void write_words(const std::uint32_t* in) = 0;
+  /// Replaces words [first, first + count) with host words from `in` (the caller checks the range).
+  virtual void write_words(std::uint64_t first, std::uint64_t count, const std::uint32_t* in) = 0;
   /// Device address of the bit array; nullptr on the CPU.
   virtual std::uint32_t* device_words() = 0;
   /// Host address of the bit array; nullptr on the GPU.

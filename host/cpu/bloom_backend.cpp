@@ -366,6 +366,10 @@ class cpu_bloom final : public bloom_backend {
     std::memcpy(out, words_.get() + first, count * sizeof(std::uint32_t));
   }
 
+  void write_words(std::uint64_t first, std::uint64_t count, const std::uint32_t* in) override {
+    std::memcpy(words_.get() + first, in, count * sizeof(std::uint32_t));
+  }
+
   void write_words(const std::uint32_t* in) override {
     std::memcpy(words_.get(), in, layout_.size_bytes());
   }

@@ -152,6 +152,13 @@ class gpu_bloom final : public bloom_backend {
     });
   }
 
+  void write_words(std::uint64_t first, std::uint64_t count, const std::uint32_t* in) override {
+    executor_.run_sync([&](cudaStream_t s) {
+      GBF_CUDA_TRY(cudaMemcpyAsync(words_.data() + first, in, count * sizeof(std::uint32_t),
+                                   cudaMemcpyHostToDevice, s));
+    });
+  }
+
   void write_words(const std::uint32_t* in) override {
     executor_.run_sync([&](cudaStream_t s) {
       GBF_CUDA_TRY(cudaMemcpyAsync(words_.data(), in, words_.size_bytes(),

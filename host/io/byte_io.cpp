@@ -2,6 +2,7 @@
 #include "host/io/byte_io.hpp"
 
 #include "gbf/filter.hpp"
+#include "host/filter_access.hpp"
 #include "host/number_text.hpp"
 
 #include <fcntl.h>
@@ -95,18 +96,24 @@ void write_words(const filter& f, byte_sink& out, xxh64_stream* hash) {
   }
 }
 
-// Reads l.num_words() words; the caller has checked that the source holds them.
-std::vector<std::uint32_t> read_words(const layout& l, byte_source& in, xxh64_stream* hash) {
-  std::vector<std::uint32_t> words(l.num_words());
+void read_words_into(filter& f, byte_source& in, xxh64_stream* hash) {
+  // 1 Mi words a step: few enough steps for a GPU filter (one copy each), small
+  // against any filter worth streaming.
+  constexpr std::uint64_t staging_words = std::uint64_t{1} << 20;
+  const std::uint64_t num_words = f.layout().num_words();
+  std::vector<std::uint32_t> staging(static_cast<std::size_t>(std::min(staging_words, num_words)));
   std::vector<std::uint8_t> chunk(chunk_words * bytes_per_word);
-  for (std::size_t first = 0; first < words.size(); first += chunk_words) {
-    const std::size_t count = std::min(chunk_words, words.size() - first);
-    if (in.read(chunk.data(), 4 * count) != 4 * count)
-      in.fail("truncated file: the payload ended early (the file shrank while being read)");
-    if (hash != nullptr) hash->update(chunk.data(), 4 * count);
-    for (std::size_t i = 0; i < count; ++i) words[first + i] = get_le32(&chunk[4 * i]);
+  for (std::uint64_t first = 0; first < num_words; first += staging_words) {
+    const auto step = static_cast<std::size_t>(std::min(staging_words, num_words - first));
+    for (std::size_t done = 0; done < step; done += chunk_words) {
+      const std::size_t count = std::min(chunk_words, step - done);
+      if (in.read(chunk.data(), 4 * count) != 4 * count)
+        in.fail("truncated file: the payload ended early (the file shrank while being read)");
+      if (hash != nullptr) hash->update(chunk.data(), 4 * count);
+      for (std::size_t i = 0; i < count; ++i) staging[done + i] = get_le32(&chunk[4 * i]);
+    }
+    filter_access::write_words(f, first, step, staging.data());
   }
-  return words;
 }
 
 bool recordable_fpp(double fpp) { return fpp == 0 || (fpp > 0 && fpp < 1); }

@@ -169,11 +169,13 @@ class file_source final : public byte_source {
 
 /// Writes `words` as little-endian bytes to `out`, feeding them to `hash` when not null.
 void write_words(const std::vector<std::uint32_t>& words, byte_sink& out, xxh64_stream* hash);
+/// Reads f.layout().num_words() words into `f`, through a 4 MiB staging buffer rather
+/// than a second copy of the array; the caller has checked that the source holds them.
+void read_words_into(filter& f, byte_source& in, xxh64_stream* hash);
+
 /// The same for a filter's bit array, read a chunk at a time (filter::copy_words):
 /// a save holds 256 KiB of it, not a second copy of the whole array.
 void write_words(const filter& f, byte_sink& out, xxh64_stream* hash);
-/// Reads l.num_words() words; the caller has checked that the source holds them.
-std::vector<std::uint32_t> read_words(const layout& l, byte_source& in, xxh64_stream* hash);
 
 /// Whether a gbf file may record fpp as its target: 0 (unknown) or in (0, 1).
 bool recordable_fpp(double fpp);

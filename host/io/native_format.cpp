@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gbf/io.hpp"
+#include "host/filter_access.hpp"
 #include "host/io/atomic_file.hpp"
 #include "host/io/byte_io.hpp"
 #include "host/io/container.hpp"
@@ -147,7 +148,8 @@ file_metadata read_native_header(byte_source& in, xxh64_stream& hash) {
 filter read_native(byte_source& in, const options& opts, file_metadata* metadata) {
   xxh64_stream hash;
   const file_metadata m = read_native_header(in, hash);
-  const std::vector<std::uint32_t> words = detail::read_words(m.l, in, &hash);
+  filter f(m.l, opts, m.capacity);  // the checked allocation, before the payload is read
+  detail::read_words_into(f, in, &hash);
   std::uint8_t stored[checksum_bytes];
   if (in.read(stored, sizeof stored) != sizeof stored)
     in.fail("truncated file: the checksum ended early (the file shrank while being read)");
@@ -160,7 +162,7 @@ filter read_native(byte_source& in, const options& opts, file_metadata* metadata
                   static_cast<unsigned long long>(actual));
     in.fail(text);
   }
-  filter f = filter::from_words(m.l, words.data(), opts, m.capacity, m.keys_inserted);
+  detail::filter_access::set_keys_added(f, m.keys_inserted);
   if (metadata != nullptr) *metadata = m;
   return f;
 }

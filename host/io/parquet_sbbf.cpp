@@ -52,8 +52,9 @@ filter read_parquet(byte_source& in, bool with_header, const options& opts) {
   layout l;  // the default layout is Parquet's: W = 8, k = 8, xxh64, seed 0
   l.num_blocks = available / 32;
   if (const char* problem = layout_problem(l)) in.fail(std::string("impossible layout: ") + problem);
-  const std::vector<std::uint32_t> words = detail::read_words(l, in, nullptr);
-  return filter::from_words(l, words.data(), opts);
+  filter f(l, opts);
+  detail::read_words_into(f, in, nullptr);
+  return f;
 }
 
 }  // namespace

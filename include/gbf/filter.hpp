@@ -65,6 +65,7 @@ struct verify_report {
 namespace detail {
 class bloom_backend;
 enum class set_op;
+struct filter_access;  // the file readers' way in (host/filter_access.hpp)
 }  // namespace detail
 
 class filter {
@@ -285,6 +286,7 @@ class filter {
                             std::uint64_t* device_count, const detail::call_options& call) const;
   verify_report verify_keys(const detail::key_batch& keys, const bool* found) const;
   void combine(const filter& other, detail::set_op op);
+  friend struct detail::filter_access;
 
   gbf::layout layout_;
   std::unique_ptr<detail::bloom_backend> impl_;
