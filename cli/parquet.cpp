@@ -321,7 +321,7 @@ void add_parquet_command(CLI::App& app, std::function<int()>& command) {
                   "auto (.npy by magic, .u32/.u64 raw, otherwise text), u32, u64, text, npy")
       ->transform(one_of(key_format_names));
   cmd->add_option("--chunk-keys", args->keys.chunk_keys, "Keys read and pruned per batch")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30));
+      ->check(whole_number(1, std::uint64_t{1} << 30));
   CLI::Option* per_key = cmd->add_flag(
       "--per-key", args->per_key,
       "Print each key's row groups (key TAB file:row_group,...) instead of the row-group table");
