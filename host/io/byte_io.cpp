@@ -1,15 +1,15 @@
 // Byte sources and the word payload (host/io/byte_io.hpp).
 #include "host/io/byte_io.hpp"
 
-#include "gbf/filter.hpp"
-#include "host/filter_access.hpp"
-#include "host/number_text.hpp"
-
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+
+#include "gbf/filter.hpp"
+#include "host/filter_access.hpp"
+#include "host/number_text.hpp"
 
 namespace gbf::detail {
 
