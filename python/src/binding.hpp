@@ -178,6 +178,21 @@ nb::tuple arrow_device_strings(nb::handle obj);
 std::vector<double> device_time_op(py_filter& self, nb::handle keys, const std::string& op,
                                    std::size_t calls);
 
+/// Runs op() with the GIL released and the locks of both filters (of any kind: a
+/// `mutex` member) held, for the calls that combine two filters (merge,
+/// intersect, symmetric_difference); one lock when they are the same filter.
+template <class Filter, class Op>
+void with_both_locked(Filter& self, Filter& other, Op&& op) {
+  nb::gil_scoped_release release;
+  if (&self == &other) {
+    std::lock_guard<std::mutex> lock(self.mutex);
+    op();
+  } else {
+    std::scoped_lock lock(self.mutex, other.mutex);
+    op();
+  }
+}
+
 // --- Timing (timing.cpp) ----------------------------------------------------------
 
 void bind_timing(nb::module_& m);

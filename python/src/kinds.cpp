@@ -337,14 +337,7 @@ void bind_counting(nb::module_& m) {
     return per_key(keys, counts);
   }, "keys"_a.none(), "counts[i] = the smallest counter of key i (uint8): an upper bound on its adds minus removes, until a counter saturates.");
   cls.def("merge", [](self_t& self, self_t& other) {
-    nb::gil_scoped_release release;
-    if (&self == &other) {
-      std::lock_guard<std::mutex> lock(self.mutex);
-      self.f.merge(other.f);
-    } else {
-      std::scoped_lock lock(self.mutex, other.mutex);
-      self.f.merge(other.f);
-    }
+    with_both_locked(self, other, [&] { self.f.merge(other.f); });
   }, "other"_a, "self += other, counter by counter, saturating; gbf.LayoutMismatch when the layouts or counter widths differ.");
   cls.def("clear", [](self_t& self) { locked(self, [&] { self.f.clear(); }); },
           "Sets every counter to zero and resets the key counts.");
@@ -439,14 +432,7 @@ void bind_scaling(nb::module_& m) {
     return per_key(keys, is_new);
   }, "keys"_a.none(), "add, answering per key: is_new[i] = key i was inserted (absent before it; False for nulls and repeats).");
   cls.def("merge", [](self_t& self, self_t& other) {
-    nb::gil_scoped_release release;
-    if (&self == &other) {
-      std::lock_guard<std::mutex> lock(self.mutex);
-      self.f.merge(other.f);
-    } else {
-      std::scoped_lock lock(self.mutex, other.mutex);
-      self.f.merge(other.f);
-    }
+    with_both_locked(self, other, [&] { self.f.merge(other.f); });
   }, "other"_a, "self |= other, level by level; gbf.LayoutMismatch when the configs differ, gbf.FilterFull "
                 "(nothing changed) when a merged level could pass its capacity.");
   // (capacity, size_bytes, num_levels, keys_inserted, expansion, fpp, compound_fpr,

@@ -335,34 +335,13 @@ void init_module(nb::module_& m) {
       }, "key"_a.none(), docs::contains_one);
 
   cls.def("merge", [](py_filter& self, py_filter& other) {
-        nb::gil_scoped_release release;
-        if (&self == &other) {
-          std::lock_guard<std::mutex> lock(self.mutex);
-          self.f.merge(other.f);
-        } else {
-          std::scoped_lock lock(self.mutex, other.mutex);
-          self.f.merge(other.f);
-        }
+        with_both_locked(self, other, [&] { self.f.merge(other.f); });
       }, "other"_a, docs::merge);
   cls.def("intersect", [](py_filter& self, py_filter& other) {
-        nb::gil_scoped_release release;
-        if (&self == &other) {
-          std::lock_guard<std::mutex> lock(self.mutex);
-          self.f.intersect(other.f);
-        } else {
-          std::scoped_lock lock(self.mutex, other.mutex);
-          self.f.intersect(other.f);
-        }
+        with_both_locked(self, other, [&] { self.f.intersect(other.f); });
       }, "other"_a, docs::intersect);
   cls.def("symmetric_difference", [](py_filter& self, py_filter& other) {
-        nb::gil_scoped_release release;
-        if (&self == &other) {
-          std::lock_guard<std::mutex> lock(self.mutex);
-          self.f.symmetric_difference(other.f);
-        } else {
-          std::scoped_lock lock(self.mutex, other.mutex);
-          self.f.symmetric_difference(other.f);
-        }
+        with_both_locked(self, other, [&] { self.f.symmetric_difference(other.f); });
       }, "other"_a, docs::symmetric_difference);
   cls.def("clear", [](py_filter& self) {
     nb::gil_scoped_release release;
