@@ -63,6 +63,8 @@ class counting_backend {
   virtual counter_census census() const = 0;
   /// Copies the counter words to host memory `out`.
   virtual void read_counters(std::uint32_t* out) const = 0;
+  /// Copies counter words [first, first + count) to host memory `out` (the caller checks the range).
+  virtual void read_counters(std::uint64_t first, std::uint64_t count, std::uint32_t* out) const = 0;
   /// Replaces the counters with num_counter_words host words from `in`.
   virtual void write_counters(const std::uint32_t* in) = 0;
   /// Writes the projection's num_words plain words (bit = counter != 0) to `words`:

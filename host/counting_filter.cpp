@@ -10,6 +10,7 @@
 #include "host/backend.hpp"
 #include "host/counting_backend.hpp"
 #include "host/keys.hpp"
+#include "host/word_range.hpp"
 
 namespace gbf {
 namespace {
@@ -187,6 +188,11 @@ std::vector<std::uint32_t> counting_filter::counters() const {
   std::vector<std::uint32_t> out(num_counter_words(layout_, counter_bits_));
   impl_->read_counters(out.data());
   return out;
+}
+
+void counting_filter::copy_counters(std::uint64_t first, std::uint64_t count, std::uint32_t* out) const {
+  detail::check_word_range("copy_counters", first, count, num_counter_words(layout_, counter_bits_), out);
+  if (count > 0) impl_->read_counters(first, count, out);
 }
 
 filter counting_filter::projection() const {

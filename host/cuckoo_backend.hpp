@@ -53,6 +53,8 @@ class cuckoo_backend {
   virtual void set_totals(const cuckoo_totals& totals) = 0;
   /// Copies the table's num_words words to host memory `out`.
   virtual void read_words(std::uint32_t* out) const = 0;
+  /// Copies table words [first, first + count) to host memory `out` (the caller checks the range).
+  virtual void read_words(std::uint64_t first, std::uint64_t count, std::uint32_t* out) const = 0;
   /// Replaces the table with num_words host words from `in`.
   virtual void write_words(const std::uint32_t* in) = 0;
   /// Device address of the table; nullptr on the CPU.

@@ -15,6 +15,7 @@
 #include "host/keys.hpp"
 #include "host/verify.hpp"
 #include "host/number_text.hpp"
+#include "host/word_range.hpp"
 
 namespace gbf {
 namespace {
@@ -264,6 +265,11 @@ std::vector<std::uint32_t> cuckoo_filter::words() const {
   std::vector<std::uint32_t> out(layout_.num_words());
   impl_->read_words(out.data());
   return out;
+}
+
+void cuckoo_filter::copy_words(std::uint64_t first, std::uint64_t count, std::uint32_t* out) const {
+  detail::check_word_range("copy_words", first, count, layout_.num_words(), out);
+  if (count > 0) impl_->read_words(first, count, out);
 }
 
 const std::uint32_t* cuckoo_filter::device_words() const {

@@ -12,6 +12,7 @@
 #include "host/bloom_backend.hpp"
 #include "host/keys.hpp"
 #include "host/verify.hpp"
+#include "host/word_range.hpp"
 
 namespace gbf {
 namespace {
@@ -208,11 +209,7 @@ std::vector<std::uint32_t> filter::words() const {
 }
 
 void filter::copy_words(std::uint64_t first, std::uint64_t count, std::uint32_t* out) const {
-  const std::uint64_t num_words = layout_.num_words();
-  if (first > num_words || count > num_words - first)
-    throw invalid_argument("copy_words: words [" + std::to_string(first) + ", " + std::to_string(first) + " + " +
-                           std::to_string(count) + ") pass the filter's " + std::to_string(num_words));
-  if (count > 0 && out == nullptr) throw invalid_argument("copy_words: out is null");
+  detail::check_word_range("copy_words", first, count, layout_.num_words(), out);
   if (count > 0) impl_->read_words(first, count, out);
 }
 

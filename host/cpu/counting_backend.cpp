@@ -187,6 +187,10 @@ class cpu_counting final : public counting_backend {
     std::memcpy(out, counters_.get(), counter_bytes(layout_, counter_bits_));
   }
 
+  void read_counters(std::uint64_t first, std::uint64_t count, std::uint32_t* out) const override {
+    std::memcpy(out, counters_.get() + first, count * sizeof(std::uint32_t));
+  }
+
   void write_counters(const std::uint32_t* in) override {
     std::memcpy(counters_.get(), in, counter_bytes(layout_, counter_bits_));
     derive_projection(projection_->host_words());

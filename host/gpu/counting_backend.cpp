@@ -160,6 +160,13 @@ class gpu_counting final : public counting_backend {
     });
   }
 
+  void read_counters(std::uint64_t first, std::uint64_t count, std::uint32_t* out) const override {
+    executor_.run_sync([&](cudaStream_t s) {
+      GBF_CUDA_TRY(cudaMemcpyAsync(out, counters_.data() + first, count * sizeof(std::uint32_t),
+                                   cudaMemcpyDeviceToHost, s));
+    });
+  }
+
   void write_counters(const std::uint32_t* in) override {
     executor_.run_sync([&](cudaStream_t s) {
       GBF_CUDA_TRY(cudaMemcpyAsync(counters_.data(), in, counters_.size_bytes(),

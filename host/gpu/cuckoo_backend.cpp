@@ -178,6 +178,13 @@ class gpu_cuckoo final : public cuckoo_backend {
     });
   }
 
+  void read_words(std::uint64_t first, std::uint64_t count, std::uint32_t* out) const override {
+    executor_.run_sync([&](cudaStream_t s) {
+      GBF_CUDA_TRY(cudaMemcpyAsync(out, words_.data() + first, count * sizeof(std::uint32_t),
+                                   cudaMemcpyDeviceToHost, s));
+    });
+  }
+
   void write_words(const std::uint32_t* in) override {
     executor_.run_sync([&](cudaStream_t s) {
       GBF_CUDA_TRY(cudaMemcpyAsync(words_.data(), in, words_.size_bytes(),

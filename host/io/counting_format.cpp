@@ -53,10 +53,12 @@ void write_counting(const counting_filter& f, double fpp, byte_sink& out) {
   fields.f64(fpp);
   fields.u64(s.keys_added);
   fields.u64(s.keys_removed);
-  const std::vector<std::uint32_t> counters = f.counters();
   container_writer writer(out, filter_kind::counting, counting_revision, fields.bytes(),
                           counter_bytes(l, f.counter_bits()));
-  writer.write_words(counters.data(), counters.size());
+  writer.write_words_from(num_counter_words(l, f.counter_bits()),
+                          [&](std::uint64_t first, std::uint64_t count, std::uint32_t* slice) {
+                            f.copy_counters(first, count, slice);
+                          });
   writer.finish();
 }
 

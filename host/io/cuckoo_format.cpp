@@ -52,10 +52,11 @@ void write_cuckoo(const cuckoo_filter& f, double fpp, byte_sink& out) {
   fields.u64(t.keys_removed);
   fields.u64(t.evictions);
   fields.u64(t.failed_inserts);
-  const std::vector<std::uint32_t> words = f.words();
   container_writer writer(out, detail::filter_kind::cuckoo, cuckoo_revision, fields.bytes(),
                           l.size_bytes());
-  writer.write_words(words.data(), words.size());
+  writer.write_words_from(l.num_words(), [&](std::uint64_t first, std::uint64_t count, std::uint32_t* slice) {
+    f.copy_words(first, count, slice);
+  });
   writer.finish();
 }
 

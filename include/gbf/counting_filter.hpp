@@ -302,6 +302,9 @@ class counting_filter {
   counting_stats stats() const;
   /// The counter array as host words (num_counter_words of them; see counting_layout.hpp).
   std::vector<std::uint32_t> counters() const;
+  /// Copies counter words [first, first + count) of counters() to host memory `out`,
+  /// without the whole array's copy. Throws invalid_argument past the end.
+  void copy_counters(std::uint64_t first, std::uint64_t count, std::uint32_t* out) const;
   /// The plain filter with a bit set where a counter is nonzero, on this filter's
   /// backend: the same layout and bits as a gbf::filter of the keys held (exactly,
   /// while no counter has saturated), ready for gbf::save or Parquet export.

@@ -363,6 +363,9 @@ class cuckoo_filter {
   cuckoo_totals totals() const;
   /// The table as host words (8 per bucket: see gbf/cuckoo_layout.hpp).
   std::vector<std::uint32_t> words() const;
+  /// Copies table words [first, first + count) of words() to host memory `out`, without
+  /// the whole table's copy. Throws invalid_argument past the end.
+  void copy_words(std::uint64_t first, std::uint64_t count, std::uint32_t* out) const;
   /// Device address of the table (GPU backend; wrong_backend on the CPU).
   const std::uint32_t* device_words() const;
 

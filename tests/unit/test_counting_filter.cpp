@@ -467,6 +467,26 @@ TEST(CountingFilter, SelectAndCountAgreeWithContains) {
   for (std::size_t i = 500; i < keys.size(); ++i) ASSERT_TRUE(found[i]) << "false negative " << i;
 }
 
+// Saves stream the counters in slices (copy_counters), for both counter widths.
+TEST(CountingFilter, CopyCountersGivesAnySliceOfCountersAndRefusesRangesPastTheEnd) {
+  for (const std::uint32_t counter_bits : {4u, 8u}) {
+    counting_filter f(test::layout_of(8, 8, 3'001), test::on_cpu(1), 0, counter_bits);
+    const auto keys = test::random_keys(5'000, 9);
+    f.add(keys.data(), keys.size());
+    const std::vector<std::uint32_t> all = f.counters();
+    const std::uint64_t n = all.size();
+    for (const auto& [first, count] : {std::pair<std::uint64_t, std::uint64_t>{0, n}, {n - 3, 3}, {100, 777}, {n, 0}}) {
+      std::vector<std::uint32_t> slice(count);
+      f.copy_counters(first, count, slice.data());
+      EXPECT_TRUE(std::equal(slice.begin(), slice.end(), all.begin() + static_cast<std::ptrdiff_t>(first)))
+          << counter_bits << "-bit " << first << "+" << count;
+    }
+    std::uint32_t word = 0;
+    EXPECT_THROW(f.copy_counters(n, 1, &word), invalid_argument);
+    EXPECT_THROW(f.copy_counters(0, 1, nullptr), invalid_argument);
+  }
+}
+
 TEST(CountingFilter, MergeAddsCountersSaturatingAndChecksLayouts) {
   const layout l = test::layout_of(8, 8, 500);
   counting_filter a(l, test::on_cpu(1));

@@ -256,6 +256,24 @@ TEST(CuckooModel, ApproximateCountCountsRepeatedAdds) {
   EXPECT_EQ(f.remove(&key, 1), 0u);
 }
 
+// Saves stream the table in slices (copy_words).
+TEST(CuckooFilter, CopyWordsGivesAnySliceOfTheTableAndRefusesRangesPastTheEnd) {
+  cuckoo_filter f(table_of(16, 1'001), on_cpu(1));
+  const auto keys = distinct_keys(5'000, 8);
+  f.add(keys.data(), keys.size());
+  const std::vector<std::uint32_t> all = f.words();
+  const std::uint64_t n = all.size();
+  for (const auto& [first, count] : {std::pair<std::uint64_t, std::uint64_t>{0, n}, {n - 1, 1}, {64, 999}, {n, 0}}) {
+    std::vector<std::uint32_t> slice(count);
+    f.copy_words(first, count, slice.data());
+    EXPECT_TRUE(std::equal(slice.begin(), slice.end(), all.begin() + static_cast<std::ptrdiff_t>(first)))
+        << first << "+" << count;
+  }
+  std::uint32_t word = 0;
+  EXPECT_THROW(f.copy_words(n - 1, 2, &word), invalid_argument);
+  EXPECT_THROW(f.copy_words(0, 1, nullptr), invalid_argument);
+}
+
 TEST(CuckooModel, RemoveIsOrderIndependent) {
   const auto keys = distinct_keys(3000, 5);
   cuckoo_filter a(table_of(16, 256), on_cpu(1));
