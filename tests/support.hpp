@@ -9,6 +9,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -119,6 +120,30 @@ inline std::string name_of(const layout& l) {
 }
 
 /// The message of the gbf::error that `fn` throws, or "(no error)".
+/// The contract of the slice copies (filter::copy_words, counting_filter::
+/// copy_counters, cuckoo_filter::copy_words): copy(first, count, out) gives
+/// all[first, first + count) for slices at both ends, inside and empty, and
+/// throws invalid_argument for a slice past the end or a null `out`.
+template <class Copy>
+void expect_slices_of(const std::vector<std::uint32_t>& all, Copy&& copy) {
+  const std::uint64_t n = all.size();
+  ASSERT_GT(n, 2000u);
+  for (const auto& [first, count] : {std::pair<std::uint64_t, std::uint64_t>{0, n}, {0, 1}, {n - 3, 3},
+                                     {17, 1000}, {n / 2, n - n / 2}, {n, 0}}) {
+    std::vector<std::uint32_t> slice(count + 1, 0xdeadbeefu);
+    copy(first, count, slice.data());
+    EXPECT_TRUE(std::equal(slice.begin(), slice.begin() + static_cast<std::ptrdiff_t>(count),
+                           all.begin() + static_cast<std::ptrdiff_t>(first)))
+        << first << "+" << count;
+    EXPECT_EQ(slice[count], 0xdeadbeefu) << "wrote past the slice " << first << "+" << count;
+  }
+  std::uint32_t word = 0;
+  EXPECT_THROW(copy(n, 1, &word), invalid_argument);
+  EXPECT_THROW(copy(1, n, &word), invalid_argument);
+  EXPECT_THROW(copy(~std::uint64_t{0}, 2, &word), invalid_argument);
+  EXPECT_THROW(copy(0, 1, nullptr), invalid_argument);
+}
+
 inline std::string message_of(const std::function<void()>& fn) {
   try {
     fn();
