@@ -57,9 +57,10 @@ class gpu_bloom final : public bloom_backend {
     c.results = reinterpret_cast<std::uint8_t*>(is_new);
     c.ordered = true;
     c.max_piece_keys = executor_.chunk_keys();
+    const device_scope on_device(executor_.device());  // CUB sizes its scratch for the current GPU
     const std::size_t scratch_bytes =
         gpu::bloom::add_new_scratch_bytes(layout_, std::min(keys.count, executor_.chunk_keys()));
-    void* scratch = keys.count == 0 ? nullptr : executor_.scratch(scratch_bytes);
+    void* scratch = keys.count == 0 ? nullptr : executor_.scratch_for(c, scratch_bytes);
     executor_.run(keys, c, [&](const chunk_work& work) {
       gpu::bloom::add_new(layout_, words_.data(), work.keys, reinterpret_cast<bool*>(work.results),
                           scratch, scratch_bytes, work.stream);

@@ -56,9 +56,10 @@ class gpu_counting final : public counting_backend {
     c.max_piece_keys = executor_.chunk_keys();
     c.counting = !call.async || device_refused != nullptr;
     c.device_count = device_refused;
+    const device_scope on_device(executor_.device());  // CUB sizes its scratch for the current GPU
     const std::size_t scratch_bytes = gpu::counting::remove_scratch_bytes(
         layout_, std::min(keys.count, executor_.chunk_keys()));
-    void* scratch = keys.count == 0 ? nullptr : executor_.scratch(scratch_bytes);
+    void* scratch = keys.count == 0 ? nullptr : executor_.scratch_for(c, scratch_bytes);
     return executor_.run(keys, c, [&](const chunk_work& work) {
       gpu::counting::remove_checked(layout_, counter_bits_, counters_.data(), work.keys,
                                     reinterpret_cast<bool*>(work.results), work.counter,
@@ -124,7 +125,18 @@ class gpu_counting final : public counting_backend {
                              std::to_string(executor_.device()) + " and device " +
                              std::to_string(gpu_other->executor_.device()) + ")");
     }
-    // x + x reads and writes the same word in the same thread: exact.
+    if (gpu_other == this) {
+      // x + x: the merge kernel's __restrict__ operands must not alias, so it
+      // reads a copy (the counters' size once more, for the call).
+      const device_scope on_device(executor_.device());
+      device_buffer<std::uint32_t> copy(counters_.size());
+      executor_.run_sync([&](cudaStream_t s) {
+        GBF_CUDA_TRY(cudaMemcpyAsync(copy.data(), counters_.data(), counters_.size_bytes(),
+                                     cudaMemcpyDeviceToDevice, s));
+        gpu::counting::merge(counters_.data(), copy.data(), counters_.size(), counter_bits_, s);
+      });
+      return;
+    }
     executor_.run_sync([&](cudaStream_t s) {
       gpu_other->executor_.wait_for_async(s);
       gpu::counting::merge(counters_.data(), gpu_other->counters_.data(), counters_.size(),
@@ -175,6 +187,20 @@ class gpu_counting final : public counting_backend {
   }
 
   void project(std::uint32_t* words) const override {
+    cudaPointerAttributes target{};
+    GBF_CUDA_TRY(cudaPointerGetAttributes(&target, words));
+    if (target.type == cudaMemoryTypeDevice && target.device != executor_.device()) {
+      // counting_filter::projection() makes its filter on the caller's current
+      // GPU, which need not be this one: project here, then copy across (peer
+      // to peer or through the host, as the driver can).
+      const device_scope on_device(executor_.device());
+      device_buffer<std::uint32_t> staged(layout_.num_words());
+      executor_.run_sync([&](cudaStream_t s) {
+        gpu::counting::project(counters_.data(), layout_.num_words(), counter_bits_, staged.data(), s);
+        GBF_CUDA_TRY(cudaMemcpyAsync(words, staged.data(), staged.size_bytes(), cudaMemcpyDefault, s));
+      });
+      return;
+    }
     executor_.run_sync([&](cudaStream_t s) {
       gpu::counting::project(counters_.data(), layout_.num_words(), counter_bits_, words, s);
     });

@@ -69,9 +69,10 @@ class gpu_cuckoo final : public cuckoo_backend {
       // Pieces of at most one chunk, in batch order, sharing one scratch.
       c.ordered = true;
       c.max_piece_keys = std::min(executor_.chunk_keys(), kernels::sorted_max_keys);
+      const device_scope on_device(executor_.device());  // CUB sizes its scratch for the current GPU
       const std::size_t scratch_bytes =
           kernels::sorted_scratch_bytes(std::min(keys.count, c.max_piece_keys));
-      void* scratch = keys.count == 0 ? nullptr : executor_.scratch(scratch_bytes);
+      void* scratch = keys.count == 0 ? nullptr : executor_.scratch_for(c, scratch_bytes);
       const bool deterministic = how.placement == cuckoo_placement::deterministic;
       executor_.run(keys, c, [&](const chunk_work& work) {
         kernels::add_sorted(table(), work.keys, reinterpret_cast<cuckoo_status*>(work.results),
@@ -179,8 +180,10 @@ class gpu_cuckoo final : public cuckoo_backend {
   }
 
   void read_words(std::uint64_t first, std::uint64_t count, std::uint32_t* out) const override {
+    // The table is held as 64-bit words (a bucket's two halves); `first` counts 32-bit ones.
+    const auto* words32 = reinterpret_cast<const std::uint32_t*>(words_.data());
     executor_.run_sync([&](cudaStream_t s) {
-      GBF_CUDA_TRY(cudaMemcpyAsync(out, words_.data() + first, count * sizeof(std::uint32_t),
+      GBF_CUDA_TRY(cudaMemcpyAsync(out, words32 + first, count * sizeof(std::uint32_t),
                                    cudaMemcpyDeviceToHost, s));
     });
   }

@@ -119,7 +119,9 @@ void gpu_executor::run_sync(const std::function<void(cudaStream_t)>& queue) cons
   }
 }
 
-void* gpu_executor::scratch(std::size_t bytes) {
+void* gpu_executor::scratch_for(const key_call& c, std::size_t bytes) {
+  const device_scope on_device(device_);
+  if (c.async) wait_for_async(c.stream);
   if (scratch_.size_bytes() < bytes) {
     scratch_ = device_buffer<unsigned char>();  // free the old one first: less peak memory
     scratch_ = device_buffer<unsigned char>(bytes);
@@ -210,7 +212,12 @@ std::uint64_t gpu_executor::run_async(const key_batch& keys, const key_call& cal
   }
   if (keys.count == 0) return 0;
   if (!keys.is_string()) {
-    queue_pieces(keys, call, call.results, call.device_count, nullptr, s, queue);
+    try {
+      queue_pieces(keys, call, call.results, call.device_count, nullptr, s, queue);
+    } catch (...) {
+      note_async(s);  // pieces queued before the failure still use the filter: later calls wait for them
+      throw;
+    }
     note_async(s);
     return 0;
   }
@@ -225,6 +232,7 @@ std::uint64_t gpu_executor::run_async(const key_batch& keys, const key_call& cal
     queue_pieces(keys, call, call.results, call.device_count, word, s, queue);
   } catch (...) {
     cudaFreeAsync(status, s);
+    note_async(s);
     throw;
   }
   GBF_CUDA_TRY(cudaFreeAsync(status, s));

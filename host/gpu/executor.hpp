@@ -106,9 +106,12 @@ class gpu_executor {
   /// Makes `s` wait for the work of every _async call so far.
   void wait_for_async(cudaStream_t s) const;
 
-  /// Device scratch of at least `bytes` bytes, kept between operations. Only
-  /// called between operations, when no queued work uses the old one.
-  void* scratch(std::size_t bytes);
+  /// Device scratch of at least `bytes` bytes for call `c`, on the filter's GPU,
+  /// kept between operations. The buffer is shared by every call that takes one,
+  /// so an _async call that does first makes its stream wait for every earlier
+  /// _async call (any of which may still use it); a larger buffer replaces the
+  /// old one through cudaFree, which waits for all work on the device.
+  void* scratch_for(const key_call& c, std::size_t bytes);
 
   /// One device word for the synchronous calls' counts.
   std::uint64_t* counter() const noexcept { return counter_.data(); }

@@ -143,5 +143,22 @@ TEST_F(GpuCounting, DeviceKeysAndAsyncCallsMatchTheCpu) {
   ASSERT_EQ(cudaStreamDestroy(s), cudaSuccess);
 }
 
+// A counting filter merged with itself doubles its counters (saturating), as on
+// the CPU; the GPU merges from a copy, since its kernel's operands must not alias.
+TEST_F(GpuCounting, MergeWithItselfDoublesTheCountersAsOnTheCpu) {
+  for (const std::uint32_t counter_bits : {4u, 8u}) {
+    counting_filter g(test::layout_of(8, 8, 2'001), on_gpu(), 0, counter_bits);
+    const auto keys = random_keys(6'000, 41);
+    g.add(keys.data(), keys.size());
+    counting_filter c = g.copy_to(backend::cpu);
+    g.merge(g);
+    c.merge(c);
+    EXPECT_EQ(g.counters(), c.counters()) << counter_bits << "-bit counters";
+    test::expect_slices_of(g.counters(), [&](std::uint64_t first, std::uint64_t count, std::uint32_t* out) {
+      g.copy_counters(first, count, out);
+    });
+  }
+}
+
 }  // namespace
 }  // namespace gbf

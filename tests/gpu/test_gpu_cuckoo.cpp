@@ -216,5 +216,18 @@ TEST_F(GpuCuckoo, SaveLoadMovesATableBetweenGpuAndCpu) {
   EXPECT_EQ(to_host(back.device_words(), back.layout().num_words()), g.words());
 }
 
+// Saves stream the table in slices. The GPU holds it as 64-bit words while the
+// slices count 32-bit ones: an offset taken in the wrong unit read past the table.
+TEST_F(GpuCuckoo, CopyWordsOfAGpuTableAreSlicesOfItsWords) {
+  cuckoo_filter f(table_of(16, 20'001), on_gpu());  // 160,008 words: past two 65,536-word slices
+  std::vector<std::uint64_t> keys(60'000);
+  for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = detail::splitmix64(i + 77);
+  f.add(keys.data(), keys.size());
+  test::expect_slices_of(f.words(), [&](std::uint64_t first, std::uint64_t count, std::uint32_t* out) {
+    f.copy_words(first, count, out);
+  });
+  EXPECT_EQ(serialize(f, 0.01), serialize(f.copy_to(backend::cpu), 0.01));
+}
+
 }  // namespace
 }  // namespace gbf
