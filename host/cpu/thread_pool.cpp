@@ -45,6 +45,26 @@ bool spin_until(const Ready& ready, std::chrono::microseconds spin) {
 /// (null otherwise): such a thread's own calls on that pool are declined.
 thread_local const thread_pool* serving_pool = nullptr;
 
+// The process's pool: leaked on purpose (parked workers need no joining at
+// exit, and no static destructor can run before a late user of the pool).
+//
+// fork() while another thread is inside instance() handed the child its lock
+// held by a thread the child does not have, and the child's first threaded
+// call waited forever (about 1 fork in 400 with threads creating filters): the
+// lock is held across fork() and released on both sides. Nothing here is a
+// function-local static either: a child forked while another thread ran the
+// first instance() inherited that static's initialization guard taken, and
+// waited on it forever (the CUDA build's test, 1 run in 5). The mutex is
+// constant-initialized and the handlers are registered while the library
+// loads, before any thread can call instance().
+std::mutex instance_mutex;
+thread_pool* instance_pool = nullptr;
+#if defined(__unix__) || defined(__APPLE__)
+pid_t instance_owner = 0;
+const int fork_handlers = ::pthread_atfork([] { instance_mutex.lock(); }, [] { instance_mutex.unlock(); },
+                                           [] { instance_mutex.unlock(); });
+#endif
+
 /// claim_'s packing: job number, parts, next unclaimed part.
 constexpr std::uint64_t claimable(std::uint64_t job, unsigned parts, unsigned next) {
   return (job & 0xffffffffu) << 32 | std::uint64_t{parts} << 16 | next;
@@ -53,33 +73,18 @@ constexpr std::uint64_t claimable(std::uint64_t job, unsigned parts, unsigned ne
 }  // namespace
 
 thread_pool& thread_pool::instance() {
-  // Leaked on purpose: parked workers need no joining at exit, and no static
-  // destructor can run before a late user of the pool.
-  static std::mutex instance_mutex;
-  static thread_pool* pool = nullptr;
-#if defined(__unix__) || defined(__APPLE__)
-  // A fork() while another thread is inside this function would hand the child
-  // instance_mutex locked by a thread it does not have: its first threaded call
-  // then waited forever (about 1 fork in 400 with threads creating filters).
-  // Held across fork() instead, and released on both sides.
-  static const int fork_handlers = ::pthread_atfork([] { instance_mutex.lock(); },
-                                                    [] { instance_mutex.unlock(); },
-                                                    [] { instance_mutex.unlock(); });
-  (void)fork_handlers;
-#endif
   std::lock_guard<std::mutex> lock(instance_mutex);
 #if defined(__unix__) || defined(__APPLE__)
-  static pid_t owner = 0;
-  if (pool == nullptr || owner != ::getpid()) {
+  if (instance_pool == nullptr || instance_owner != ::getpid()) {
     // After fork() the old pool's workers are gone (and its mutexes may be
     // held by threads that no longer exist): leave it, start a new one.
-    pool = new thread_pool();
-    owner = ::getpid();
+    instance_pool = new thread_pool();
+    instance_owner = ::getpid();
   }
 #else
-  if (pool == nullptr) pool = new thread_pool();
+  if (instance_pool == nullptr) instance_pool = new thread_pool();
 #endif
-  return *pool;
+  return *instance_pool;
 }
 
 thread_pool::~thread_pool() {
