@@ -180,13 +180,27 @@ std::string resolve_links(const std::string& path) {
 namespace {
 
 /// resolve_links with the "save '<path>': " prefix of the sink's other errors.
+std::string resolve_for_save(const std::string& path) {
+  try {
+    return resolve_links(path);
+  } catch (const io_error& e) {
+    throw io_error(std::string("save ") + e.what(), e.os_error());
+  }
+}
+
+}  // namespace
+
 // A save replaces its target by rename, which would replace a device, FIFO or
 // socket node itself (as root, `-o /dev/null` turned /dev/null into a plain
 // file); a directory cannot be replaced at all. Refused before anything is
 // created: io_error("<verb> '<shown>': '<target>' is not a regular file (...)").
 void refuse_non_regular(const char* verb, const std::string& shown, const std::string& target) {
   struct stat st {};
-  if (::stat(target.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return;  // absent: created
+  // The target (links followed by resolve_links), or else the path as given:
+  // /dev/stdout on a pipe resolves to "/proc/self/fd/pipe:[N]", which names
+  // nothing, while stat() of the given path finds the pipe.
+  if (::stat(target.c_str(), &st) != 0 && ::stat(shown.c_str(), &st) != 0) return;  // absent: created
+  if (S_ISREG(st.st_mode)) return;
   const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
                      : S_ISCHR(st.st_mode)  ? "a character device"
                      : S_ISBLK(st.st_mode)  ? "a block device"
@@ -200,16 +214,6 @@ void refuse_non_regular(const char* verb, const std::string& shown, const std::s
                      "itself; name a regular file",
                  EINVAL);
 }
-
-std::string resolve_for_save(const std::string& path) {
-  try {
-    return resolve_links(path);
-  } catch (const io_error& e) {
-    throw io_error(std::string("save ") + e.what(), e.os_error());
-  }
-}
-
-}  // namespace
 
 atomic_file_sink::atomic_file_sink(const std::string& path) : path_(path), target_(resolve_for_save(path)) {
   refuse_non_regular("save", path_, target_);

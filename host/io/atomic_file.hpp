@@ -31,6 +31,12 @@ class vector_sink final : public byte_sink {
   std::vector<std::uint8_t> bytes_;
 };
 
+/// Throws io_error("<verb> '<shown>': '<target>' is not a regular file (...)" or
+/// "... is a directory") when `target` (or, where that names nothing, `shown`, the
+/// path as given) exists and is not a regular file: a save renames over its
+/// target, which would replace a FIFO or device node itself.
+void refuse_non_regular(const char* verb, const std::string& shown, const std::string& target);
+
 /// `path` with the symbolic links of its last component followed, as open()
 /// would (a relative link target is taken from the link's directory), so that
 /// a save through a link replaces the file it points to, not the link. A

@@ -17,8 +17,11 @@ void atomic_file::write(const void* data, std::size_t bytes) {
 void atomic_file::commit() { sink_->commit(); }
 const std::string& atomic_file::target() const { return sink_->target(); }
 
-file_lock::file_lock(const std::string& path, bool wait)
-    : lock_(std::make_unique<detail::write_lock>(detail::resolve_links(path), wait)) {}
+file_lock::file_lock(const std::string& path, bool wait) {
+  const std::string target = detail::resolve_links(path);
+  detail::refuse_non_regular("lock", path, target);
+  lock_ = std::make_unique<detail::write_lock>(target, wait);
+}
 file_lock::~file_lock() = default;
 file_lock::file_lock(file_lock&&) noexcept = default;
 file_lock& file_lock::operator=(file_lock&&) noexcept = default;

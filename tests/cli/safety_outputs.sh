@@ -92,6 +92,10 @@ expect_err "'pipe.out' is not a regular file (a FIFO)"
 expect_rc 1 "$GBF" query f.gbf k.u64 --out pipe.out
 [[ -p pipe.out ]] || fail "query --out FIFO replaced the FIFO"
 rm pipe.out
+# /dev/stdout on a pipe resolves to /proc/self/fd/pipe:[N], which names nothing:
+# the path as given is checked too (the lock file's error was the message).
+"$GBF" create --capacity 10 -o /dev/stdout 2>err | cat >/dev/null
+expect_err "'/dev/stdout': .*is not a regular file (a FIFO)"
 [[ -z $(leftovers) ]] || fail "files left behind by refused non-regular outputs: $(leftovers)"
 
 # A closed standard descriptor is not reused for gbf's own files: with stdout
