@@ -192,15 +192,18 @@ std::string resolve_for_save(const std::string& path) {
 
 // A save replaces its target by rename, which would replace a device, FIFO or
 // socket node itself (as root, `-o /dev/null` turned /dev/null into a plain
-// file); a directory cannot be replaced at all. Refused before anything is
-// created: io_error("<verb> '<shown>': '<target>' is not a regular file (...)").
-void refuse_non_regular(const char* verb, const std::string& shown, const std::string& target) {
+// file); a directory cannot be replaced at all. Refused before anything is created.
+bool existing_regular_file(const char* verb, const std::string& shown, const std::string& target,
+                           struct stat* existing) {
   struct stat st {};
   // The target (links followed by resolve_links), or else the path as given:
   // /dev/stdout on a pipe resolves to "/proc/self/fd/pipe:[N]", which names
   // nothing, while stat() of the given path finds the pipe.
-  if (::stat(target.c_str(), &st) != 0 && ::stat(shown.c_str(), &st) != 0) return;  // absent: created
-  if (S_ISREG(st.st_mode)) return;
+  if (::stat(target.c_str(), &st) != 0 && ::stat(shown.c_str(), &st) != 0) return false;  // absent: created
+  if (S_ISREG(st.st_mode)) {
+    if (existing != nullptr) *existing = st;
+    return true;
+  }
   const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
                      : S_ISCHR(st.st_mode)  ? "a character device"
                      : S_ISBLK(st.st_mode)  ? "a block device"
@@ -216,11 +219,10 @@ void refuse_non_regular(const char* verb, const std::string& shown, const std::s
 }
 
 atomic_file_sink::atomic_file_sink(const std::string& path) : path_(path), target_(resolve_for_save(path)) {
-  refuse_non_regular("save", path_, target_);
   // The new file takes the old one's permissions (and owner, where this process
   // may give it): a rewrite must not turn a 0600 file into a 0644 one.
   struct stat old {};
-  if (::stat(target_.c_str(), &old) == 0) {
+  if (existing_regular_file("save", path_, target_, &old)) {
     replaces_existing_ = true;
     old_mode_ = old.st_mode & 07777;
     old_uid_ = old.st_uid;
@@ -381,7 +383,6 @@ class fatal_signals_blocked {
 // blocked, and Ctrl-C would no longer end a waiting process.
 write_lock::write_lock(const std::string& target, bool wait)
     : lock_path_(directory_prefix(target) + "." + name_stem(file_name(target)) + ".gbf-lock") {
-  refuse_non_regular("lock", target, target);
   const fatal_signals_blocked blocked;
   const auto fail = [&](const std::string& what) {
     const int err = errno;

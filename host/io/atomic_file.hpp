@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+struct stat;
+
 namespace gbf::detail {
 
 class byte_sink {
@@ -31,11 +33,13 @@ class vector_sink final : public byte_sink {
   std::vector<std::uint8_t> bytes_;
 };
 
-/// Throws io_error("<verb> '<shown>': '<target>' is not a regular file (...)" or
-/// "... is a directory") when `target` (or, where that names nothing, `shown`, the
-/// path as given) exists and is not a regular file: a save renames over its
+/// Whether `target` (or, where that names nothing, `shown`, the path as given)
+/// exists; when it does and `existing` is not null, its stat goes there. Throws
+/// io_error("<verb> '<shown>': '<target>' is not a regular file (...)" or "... is a
+/// directory") when it exists and is not a regular file: a save renames over its
 /// target, which would replace a FIFO or device node itself.
-void refuse_non_regular(const char* verb, const std::string& shown, const std::string& target);
+bool existing_regular_file(const char* verb, const std::string& shown, const std::string& target,
+                           struct stat* existing = nullptr);
 
 /// `path` with the symbolic links of its last component followed, as open()
 /// would (a relative link target is taken from the link's directory), so that
@@ -109,7 +113,7 @@ class atomic_file_sink final : public byte_sink {
 // kernel and its empty lock file is reused and removed by the next writer.
 class write_lock {
  public:
-  /// Locks `target` (links already followed). wait = false: throws io_error
+  /// Locks `target` (links already followed, checked by existing_regular_file). wait = false: throws io_error
   /// (EWOULDBLOCK) "'<target>' is locked by another gbf process (pid N) ..."
   /// when it is held; wait = true: blocks until it is free.
   write_lock(const std::string& target, bool wait);

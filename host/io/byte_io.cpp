@@ -69,31 +69,11 @@ void file_source::fail_os(const char* what) {
   throw io_error(std::string(what) + " " + name() + ": " + std::strerror(err), err);
 }
 
-namespace {
-constexpr std::size_t chunk_words = std::size_t{1} << 16;  // 256 KiB of payload per step
-}  // namespace
-
-void write_words(const std::vector<std::uint32_t>& words, byte_sink& out, xxh64_stream* hash) {
-  std::vector<std::uint8_t> chunk(chunk_words * bytes_per_word);
-  for (std::size_t first = 0; first < words.size(); first += chunk_words) {
-    const std::size_t count = std::min(chunk_words, words.size() - first);
-    for (std::size_t i = 0; i < count; ++i) put_le32(&chunk[4 * i], words[first + i]);
-    if (hash != nullptr) hash->update(chunk.data(), 4 * count);
-    out.write(chunk.data(), 4 * count);
-  }
-}
-
 void write_words(const filter& f, byte_sink& out, xxh64_stream* hash) {
-  const std::uint64_t num_words = f.layout().num_words();
-  std::vector<std::uint32_t> words(std::min<std::uint64_t>(chunk_words, num_words));
-  std::vector<std::uint8_t> chunk(words.size() * bytes_per_word);
-  for (std::uint64_t first = 0; first < num_words; first += chunk_words) {
-    const std::size_t count = static_cast<std::size_t>(std::min<std::uint64_t>(chunk_words, num_words - first));
-    f.copy_words(first, count, words.data());
-    for (std::size_t i = 0; i < count; ++i) put_le32(&chunk[4 * i], words[i]);
-    if (hash != nullptr) hash->update(chunk.data(), 4 * count);
-    out.write(chunk.data(), 4 * count);
-  }
+  write_words_from(
+      f.layout().num_words(),
+      [&f](std::uint64_t first, std::size_t count, std::uint32_t* words) { f.copy_words(first, count, words); },
+      out, hash);
 }
 
 void read_words_into(filter& f, byte_source& in, xxh64_stream* hash) {
@@ -102,11 +82,11 @@ void read_words_into(filter& f, byte_source& in, xxh64_stream* hash) {
   constexpr std::uint64_t staging_words = std::uint64_t{1} << 20;
   const std::uint64_t num_words = f.layout().num_words();
   std::vector<std::uint32_t> staging(static_cast<std::size_t>(std::min(staging_words, num_words)));
-  std::vector<std::uint8_t> chunk(chunk_words * bytes_per_word);
+  std::vector<std::uint8_t> chunk(payload_chunk_words * bytes_per_word);
   for (std::uint64_t first = 0; first < num_words; first += staging_words) {
     const auto step = static_cast<std::size_t>(std::min(staging_words, num_words - first));
-    for (std::size_t done = 0; done < step; done += chunk_words) {
-      const std::size_t count = std::min(chunk_words, step - done);
+    for (std::size_t done = 0; done < step; done += payload_chunk_words) {
+      const std::size_t count = std::min(payload_chunk_words, step - done);
       if (in.read(chunk.data(), 4 * count) != 4 * count)
         in.fail("truncated file: the payload ended early (the file shrank while being read)");
       if (hash != nullptr) hash->update(chunk.data(), 4 * count);

@@ -167,14 +167,30 @@ class file_source final : public byte_source {
 // Words <-> little-endian bytes, in chunks (the payload of every format)
 // ---------------------------------------------------------------------------
 
-/// Writes `words` as little-endian bytes to `out`, feeding them to `hash` when not null.
-void write_words(const std::vector<std::uint32_t>& words, byte_sink& out, xxh64_stream* hash);
+/// Words per step of the payload loops: 256 KiB.
+inline constexpr std::size_t payload_chunk_words = std::size_t{1} << 16;
+
+/// Writes `n` words as little-endian bytes to `out`, feeding them to `hash` when not
+/// null, taken a chunk at a time from read(first, count, words) (a filter's
+/// copy_words): a save holds 256 KiB of an array, not a second copy of all of it.
+template <class Read>
+void write_words_from(std::uint64_t n, Read&& read, byte_sink& out, xxh64_stream* hash) {
+  const auto chunk = static_cast<std::size_t>(std::min<std::uint64_t>(n, payload_chunk_words));
+  std::vector<std::uint32_t> words(chunk);
+  std::vector<std::uint8_t> bytes(chunk * bytes_per_word);
+  for (std::uint64_t first = 0; first < n; first += payload_chunk_words) {
+    const auto count = static_cast<std::size_t>(std::min<std::uint64_t>(payload_chunk_words, n - first));
+    read(first, count, words.data());
+    for (std::size_t i = 0; i < count; ++i) put_le32(&bytes[bytes_per_word * i], words[i]);
+    if (hash != nullptr) hash->update(bytes.data(), bytes_per_word * count);
+    out.write(bytes.data(), bytes_per_word * count);
+  }
+}
 /// Reads f.layout().num_words() words into `f`, through a 4 MiB staging buffer rather
 /// than a second copy of the array; the caller has checked that the source holds them.
 void read_words_into(filter& f, byte_source& in, xxh64_stream* hash);
 
-/// The same for a filter's bit array, read a chunk at a time (filter::copy_words):
-/// a save holds 256 KiB of it, not a second copy of the whole array.
+/// write_words_from of a filter's bit array (filter::copy_words).
 void write_words(const filter& f, byte_sink& out, xxh64_stream* hash);
 
 /// Whether a gbf file may record fpp as its target: 0 (unknown) or in (0, 1).

@@ -80,15 +80,9 @@ container_writer::container_writer(byte_sink& out, filter_kind kind, std::uint32
 }
 
 void container_writer::write_words(const std::uint32_t* words, std::size_t n) {
-  constexpr std::size_t chunk_words = std::size_t{1} << 16;
-  std::vector<std::uint8_t> chunk(std::min(n, chunk_words) * 4);
-  for (std::size_t first = 0; first < n; first += chunk_words) {
-    const std::size_t count = std::min(chunk_words, n - first);
-    for (std::size_t i = 0; i < count; ++i) put_le32(&chunk[4 * i], words[first + i]);
-    hash_.update(chunk.data(), 4 * count);
-    out_.write(chunk.data(), 4 * count);
-  }
-  written_ += std::uint64_t{4} * n;
+  write_words_from(n, [words](std::uint64_t first, std::size_t count, std::uint32_t* slice) {
+    std::memcpy(slice, words + first, count * sizeof(std::uint32_t));
+  });
 }
 
 void container_writer::finish() {

@@ -85,19 +85,14 @@ class container_writer {
   /// copy_words): a save holds 256 KiB of them, not a copy of the whole array.
   template <class Read>
   void write_words_from(std::uint64_t n, Read&& read) {
-    std::vector<std::uint32_t> slice(static_cast<std::size_t>(std::min<std::uint64_t>(n, slice_words)));
-    for (std::uint64_t first = 0; first < n; first += slice_words) {
-      const auto count = static_cast<std::size_t>(std::min<std::uint64_t>(slice_words, n - first));
-      read(first, static_cast<std::uint64_t>(count), slice.data());
-      write_words(slice.data(), count);
-    }
+    detail::write_words_from(n, read, out_, &hash_);
+    written_ += std::uint64_t{bytes_per_word} * n;
   }
   /// Writes the checksum; throws invalid_argument when the payload written is
   /// not the size the header announced (a bug, never a user error).
   void finish();
 
  private:
-  static constexpr std::uint64_t slice_words = std::uint64_t{1} << 16;
   byte_sink& out_;
   xxh64_stream hash_;
   std::uint64_t payload_bytes_;

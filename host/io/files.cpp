@@ -19,7 +19,7 @@ const std::string& atomic_file::target() const { return sink_->target(); }
 
 file_lock::file_lock(const std::string& path, bool wait) {
   const std::string target = detail::resolve_links(path);
-  detail::refuse_non_regular("lock", path, target);
+  detail::existing_regular_file("lock", path, target);
   lock_ = std::make_unique<detail::write_lock>(target, wait);
 }
 file_lock::~file_lock() = default;
