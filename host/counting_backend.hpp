@@ -65,8 +65,9 @@ class counting_backend {
   virtual void read_counters(std::uint32_t* out) const = 0;
   /// Copies counter words [first, first + count) to host memory `out` (the caller checks the range).
   virtual void read_counters(std::uint64_t first, std::uint64_t count, std::uint32_t* out) const = 0;
-  /// Replaces the counters with num_counter_words host words from `in`.
-  virtual void write_counters(const std::uint32_t* in) = 0;
+  /// Replaces counter words [first, first + count) with host words `in` (the caller
+  /// checks the range); a load streams the counters in this way.
+  virtual void write_counters(std::uint64_t first, std::uint64_t count, const std::uint32_t* in) = 0;
   /// Writes the projection's num_words plain words (bit = counter != 0) to `words`:
   /// host memory on the CPU, device memory on the GPU.
   virtual void project(std::uint32_t* words) const = 0;

@@ -9,6 +9,7 @@
 
 #include "host/backend.hpp"
 #include "host/counting_backend.hpp"
+#include "host/filter_access.hpp"
 #include "host/keys.hpp"
 #include "host/word_range.hpp"
 
@@ -58,7 +59,7 @@ counting_filter counting_filter::from_counters(const gbf::layout& l, std::uint32
                                                std::uint64_t keys_removed) {
   if (counters == nullptr) throw invalid_argument("from_counters: counters is null");
   counting_filter f(l, opts, capacity, counter_bits);
-  f.impl_->write_counters(counters);
+  f.impl_->write_counters(0, num_counter_words(l, counter_bits), counters);
   f.keys_added_ = keys_added;
   f.keys_removed_ = keys_removed;
   return f;
@@ -71,9 +72,18 @@ counting_filter::~counting_filter() = default;
 counting_filter counting_filter::copy_to(backend where, const options& opts) const {
   options target = opts;
   target.where = where;
-  const std::vector<std::uint32_t> words = counters();
-  return from_counters(layout_, counter_bits_, words.data(), target, capacity_, keys_added_,
-                       keys_removed_);
+  counting_filter copy(layout_, target, capacity_, counter_bits_);
+  detail::copy_in_steps(
+      num_counter_words(layout_, counter_bits_),
+      [this](std::uint64_t first, std::uint64_t count, std::uint32_t* out) {
+        impl_->read_counters(first, count, out);
+      },
+      [&copy](std::uint64_t first, std::uint64_t count, const std::uint32_t* in) {
+        copy.impl_->write_counters(first, count, in);
+      });
+  copy.keys_added_ = keys_added_;
+  copy.keys_removed_ = keys_removed_;
+  return copy;
 }
 
 backend counting_filter::where() const noexcept { return impl_->kind(); }
@@ -198,20 +208,15 @@ void counting_filter::copy_counters(std::uint64_t first, std::uint64_t count, st
 filter counting_filter::projection() const {
   options opts = options_;
   opts.where = where();
-  std::vector<std::uint32_t> words;
-  if (opts.where == backend::gpu) {
-    // Projected on the device, then made a filter with the key count below.
-    filter projected(layout_, opts, capacity_);
-    impl_->project(projected.device_words());
-    words = projected.words();
-  } else {
-    words.resize(layout_.num_words());
-    impl_->project(words.data());
-  }
+  // Projected straight into the new filter's array, on either backend.
+  filter projected(layout_, opts, capacity_);
+  std::uint32_t* const host = detail::filter_access::host_words(projected);
+  impl_->project(host != nullptr ? host : projected.device_words());
   // Its keys_added: the keys held, as far as the counts tell (unchecked
   // removes of absent keys could make the difference negative).
   const std::uint64_t held = keys_added_ > keys_removed_ ? keys_added_ - keys_removed_ : 0;
-  return filter::from_words(layout_, words.data(), opts, capacity_, held);
+  detail::filter_access::set_keys_added(projected, held);
+  return projected;
 }
 
 }  // namespace gbf

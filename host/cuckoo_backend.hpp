@@ -55,8 +55,9 @@ class cuckoo_backend {
   virtual void read_words(std::uint32_t* out) const = 0;
   /// Copies table words [first, first + count) to host memory `out` (the caller checks the range).
   virtual void read_words(std::uint64_t first, std::uint64_t count, std::uint32_t* out) const = 0;
-  /// Replaces the table with num_words host words from `in`.
-  virtual void write_words(const std::uint32_t* in) = 0;
+  /// Replaces table words [first, first + count) with host words `in` (the caller
+  /// checks the range); a load streams the table in this way.
+  virtual void write_words(std::uint64_t first, std::uint64_t count, const std::uint32_t* in) = 0;
   /// Device address of the table; nullptr on the CPU.
   virtual const std::uint32_t* device_words() const = 0;
   /// Waits for every _async call's work; throws the deferred error of a bad

@@ -153,7 +153,7 @@ cuckoo_filter cuckoo_filter::from_words(const cuckoo_layout& l, const std::uint3
                                         std::uint32_t max_kicks, const cuckoo_totals& totals) {
   if (words == nullptr) throw invalid_argument("from_words: words is null");
   cuckoo_filter f(l, opts, capacity, max_kicks);
-  f.impl_->write_words(words);
+  f.impl_->write_words(0, l.num_words(), words);
   f.impl_->set_totals(totals);
   return f;
 }
@@ -165,8 +165,15 @@ cuckoo_filter::~cuckoo_filter() = default;
 cuckoo_filter cuckoo_filter::copy_to(backend where, const options& opts) const {
   options target = opts;
   target.where = where;
-  const std::vector<std::uint32_t> table = words();
-  return from_words(layout_, table.data(), target, capacity_, max_kicks_, totals());
+  cuckoo_filter copy(layout_, target, capacity_, max_kicks_);
+  detail::copy_in_steps(
+      layout_.num_words(),
+      [this](std::uint64_t first, std::uint64_t count, std::uint32_t* out) { impl_->read_words(first, count, out); },
+      [&copy](std::uint64_t first, std::uint64_t count, const std::uint32_t* in) {
+        copy.impl_->write_words(first, count, in);
+      });
+  copy.impl_->set_totals(totals());
+  return copy;
 }
 
 backend cuckoo_filter::where() const noexcept { return impl_->kind(); }
@@ -234,8 +241,12 @@ std::uint64_t cuckoo_filter::verify_keys(const key_batch& keys, const bool* foun
   return detail::verify_answers(keys, found, [&](const key_batch& host_keys, bool* expected) {
     // The CPU twin with the portable probe.
     auto cpu = detail::make_cpu_cuckoo(layout_, max_kicks_, detail::scalar_twin_options(), nullptr);
-    const std::vector<std::uint32_t> table = words();
-    cpu->write_words(table.data());
+    detail::copy_in_steps(
+        layout_.num_words(),
+        [this](std::uint64_t first, std::uint64_t count, std::uint32_t* out) { impl_->read_words(first, count, out); },
+        [&cpu](std::uint64_t first, std::uint64_t count, const std::uint32_t* in) {
+          cpu->write_words(first, count, in);
+        });
     cpu->contains(host_keys, expected, {"verify_contains", nullptr, false});
   }).mismatches;
 }

@@ -99,8 +99,15 @@ filter::~filter() = default;
 filter filter::copy_to(backend where, const options& opts) const {
   options target = opts;
   target.where = where;
-  const std::vector<std::uint32_t> bits = words();
-  return from_words(layout_, bits.data(), target, capacity_, keys_added_);
+  filter copy(layout_, target, capacity_);
+  detail::copy_in_steps(
+      layout_.num_words(),
+      [this](std::uint64_t first, std::uint64_t count, std::uint32_t* out) { impl_->read_words(first, count, out); },
+      [&copy](std::uint64_t first, std::uint64_t count, const std::uint32_t* in) {
+        copy.impl_->write_words(first, count, in);
+      });
+  copy.keys_added_ = keys_added_;
+  return copy;
 }
 
 backend filter::where() const noexcept { return impl_->kind(); }
@@ -137,8 +144,12 @@ verify_report filter::verify_keys(const key_batch& keys, const bool* found) cons
   return detail::verify_answers(keys, found, [&](const key_batch& host_keys, bool* expected) {
     // The CPU twin: same layout, same bits, the scalar reference kernel.
     auto cpu = detail::make_cpu_bloom(layout_, detail::scalar_twin_options(), nullptr);
-    const std::vector<std::uint32_t> bits = words();
-    cpu->write_words(bits.data());
+    detail::copy_in_steps(
+        layout_.num_words(),
+        [this](std::uint64_t first, std::uint64_t count, std::uint32_t* out) { impl_->read_words(first, count, out); },
+        [&cpu](std::uint64_t first, std::uint64_t count, const std::uint32_t* in) {
+          cpu->write_words(first, count, in);
+        });
     cpu->contains(host_keys, expected, {"verify_contains", nullptr, false});
   });
 }

@@ -1,24 +1,61 @@
-// The file readers' access to a filter's insides (gbf::filter befriends this):
-// a load allocates the filter first, through the checked allocation, and
-// streams the file's words into it, instead of reading them into a vector and
-// copying that (twice the filter's memory, unchecked: a 658 MB file was
+// The file readers' access to a filter's insides (every filter kind befriends
+// this): a load allocates the filter first, through the checked allocation,
+// and streams the file's words into it, instead of reading them into a vector
+// and copying that (twice the filter's memory, unchecked: a 658 MB file was
 // OOM-killed in a 1 GiB container).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
+#include "gbf/counting_filter.hpp"
+#include "gbf/cuckoo_filter.hpp"
 #include "gbf/filter.hpp"
+#include "gbf/scaling_filter.hpp"
 #include "host/bloom_backend.hpp"
+#include "host/counting_backend.hpp"
+#include "host/cuckoo_backend.hpp"
+#include "host/scaling_backend.hpp"
 
 namespace gbf::detail {
 
+// The writes replace a slice of the array; the caller checks the range.
 struct filter_access {
-  /// Replaces words [first, first + count) of `f` with host words (the caller checks the range).
   static void write_words(filter& f, std::uint64_t first, std::uint64_t count, const std::uint32_t* in) {
     f.impl_->write_words(first, count, in);
   }
   /// Restores the count stats() reports, as filter::from_words does.
   static void set_keys_added(filter& f, std::uint64_t keys_added) { f.keys_added_ = keys_added; }
+  /// The bit array of a CPU filter; nullptr on the GPU (device_words() there).
+  static std::uint32_t* host_words(filter& f) { return f.impl_->host_words(); }
+
+  static void write_counters(counting_filter& f, std::uint64_t first, std::uint64_t count,
+                             const std::uint32_t* in) {
+    f.impl_->write_counters(first, count, in);
+  }
+  /// Restores the counts stats() reports, as counting_filter::from_counters does.
+  static void set_counts(counting_filter& f, std::uint64_t keys_added, std::uint64_t keys_removed) {
+    f.keys_added_ = keys_added;
+    f.keys_removed_ = keys_removed;
+  }
+
+  static void write_words(cuckoo_filter& f, std::uint64_t first, std::uint64_t count,
+                          const std::uint32_t* in) {
+    f.impl_->write_words(first, count, in);
+  }
+  /// Restores the counters, as cuckoo_filter::from_words does.
+  static void set_totals(cuckoo_filter& f, const cuckoo_totals& totals) { f.impl_->set_totals(totals); }
+
+  /// scaling_filter::from_levels' chain, every level zeroed; invalid_argument as there.
+  static scaling_filter zeroed_chain(const scaling_config& config,
+                                     const std::vector<scaling_level>& levels, const options& opts) {
+    return scaling_filter::with_zeroed_levels(config, levels, opts);
+  }
+  static void write_words(scaling_filter& f, std::size_t level, std::uint64_t first,
+                          std::uint64_t count, const std::uint32_t* in) {
+    f.impl_->write_words(level, first, count, in);
+  }
 };
 
 }  // namespace gbf::detail

@@ -94,10 +94,14 @@ class scaling_backend {
 
   /// Popcount of level `level`.
   virtual std::uint64_t popcount(std::size_t level) const = 0;
-  /// Copies level `level`'s words to host memory `out`.
-  virtual void read_words(std::size_t level, std::uint32_t* out) const = 0;
-  /// Replaces level `level`'s words with host words `in`.
-  virtual void write_words(std::size_t level, const std::uint32_t* in) = 0;
+  /// Copies words [first, first + count) of level `level` to host memory `out` (the
+  /// caller checks the range).
+  virtual void read_words(std::size_t level, std::uint64_t first, std::uint64_t count,
+                          std::uint32_t* out) const = 0;
+  /// Replaces words [first, first + count) of level `level` with host words `in` (the
+  /// caller checks the range).
+  virtual void write_words(std::size_t level, std::uint64_t first, std::uint64_t count,
+                           const std::uint32_t* in) = 0;
   /// Level `level` |= host words `in`.
   virtual void or_words(std::size_t level, const std::uint32_t* in) = 0;
 

@@ -15,6 +15,7 @@
 #include "host/verify.hpp"
 #include "host/scaling_backend.hpp"
 #include "host/number_text.hpp"
+#include "host/word_range.hpp"
 
 namespace gbf {
 namespace detail {
@@ -280,34 +281,51 @@ scaling_filter scaling_filter::create(const scaling_config& config, const option
   return scaling_filter(config, {first}, std::move(placed.impl), std::move(placed.description));
 }
 
+scaling_filter scaling_filter::with_zeroed_levels(const scaling_config& config,
+                                                  const std::vector<scaling_level>& levels,
+                                                  const options& opts) {
+  if (const char* problem = detail::config_problem(config))
+    throw invalid_argument(std::string("scaling_filter: ") + problem);
+  check_levels(config, levels);
+  placed_chain placed = place(config.s, opts);
+  for (const scaling_level& level : levels) placed.impl->push_level(level.l);
+  return scaling_filter(config, levels, std::move(placed.impl), std::move(placed.description));
+}
+
 scaling_filter scaling_filter::from_levels(const scaling_config& config,
                                            const std::vector<scaling_level>& levels,
                                            const std::vector<const std::uint32_t*>& words,
                                            const options& opts) {
+  // The arguments are checked before any level is allocated.
   if (const char* problem = detail::config_problem(config))
     throw invalid_argument(std::string("scaling_filter: ") + problem);
   check_levels(config, levels);
   if (words.size() != levels.size())
     throw invalid_argument("from_levels: " + std::to_string(words.size()) + " word arrays for " +
                            std::to_string(levels.size()) + " levels");
-  placed_chain placed = place(config.s, opts);
-  for (std::size_t i = 0; i < levels.size(); ++i) {
+  for (std::size_t i = 0; i < levels.size(); ++i)
     if (words[i] == nullptr)
       throw invalid_argument("from_levels: level " + std::to_string(i) + "'s words are null");
-    placed.impl->push_level(levels[i].l);
-    placed.impl->write_words(i, words[i]);
-  }
-  return scaling_filter(config, levels, std::move(placed.impl), std::move(placed.description));
+  scaling_filter f = with_zeroed_levels(config, levels, opts);
+  for (std::size_t i = 0; i < levels.size(); ++i)
+    f.impl_->write_words(i, 0, levels[i].l.num_words(), words[i]);
+  return f;
 }
 
 scaling_filter scaling_filter::copy_to(backend where, const options& opts) const {
   options target = opts;
   target.where = where;
-  std::vector<std::vector<std::uint32_t>> bits;
-  std::vector<const std::uint32_t*> pointers;
-  for (std::size_t i = 0; i < levels_.size(); ++i) bits.push_back(level_words(i));
-  for (const auto& b : bits) pointers.push_back(b.data());
-  return from_levels(config_, levels_, pointers, target);
+  scaling_filter copy = with_zeroed_levels(config_, levels_, target);
+  for (std::size_t i = 0; i < levels_.size(); ++i)
+    detail::copy_in_steps(
+        levels_[i].l.num_words(),
+        [this, i](std::uint64_t first, std::uint64_t count, std::uint32_t* out) {
+          impl_->read_words(i, first, count, out);
+        },
+        [&copy, i](std::uint64_t first, std::uint64_t count, const std::uint32_t* in) {
+          copy.impl_->write_words(i, first, count, in);
+        });
+  return copy;
 }
 
 std::uint64_t scaling_filter::keys_inserted() const noexcept {
@@ -406,8 +424,14 @@ verify_report scaling_filter::verify_keys(const key_batch& keys, const bool* fou
     auto cpu = detail::make_cpu_scaling(config_.s, detail::scalar_twin_options(), nullptr);
     for (std::size_t i = 0; i < levels_.size(); ++i) {
       cpu->push_level(levels_[i].l);
-      const std::vector<std::uint32_t> bits = level_words(i);
-      cpu->write_words(i, bits.data());
+      detail::copy_in_steps(
+          levels_[i].l.num_words(),
+          [this, i](std::uint64_t first, std::uint64_t count, std::uint32_t* out) {
+            impl_->read_words(i, first, count, out);
+          },
+          [&cpu, i](std::uint64_t first, std::uint64_t count, const std::uint32_t* in) {
+            cpu->write_words(i, first, count, in);
+          });
     }
     cpu->contains(host_keys, expected, {"verify_contains", nullptr, false});
   });
@@ -447,7 +471,7 @@ void scaling_filter::merge(const scaling_filter& other) {
       levels_[i].keys += other.levels_[i].keys;
     } else {
       impl_->push_level(other.levels_[i].l);
-      impl_->write_words(i, theirs[i].data());
+      impl_->write_words(i, 0, other.levels_[i].l.num_words(), theirs[i].data());
       levels_.push_back(other.levels_[i]);
     }
   }
@@ -483,8 +507,17 @@ std::vector<std::uint32_t> scaling_filter::level_words(std::size_t level) const 
     throw invalid_argument("level_words: level " + std::to_string(level) + " does not exist (" +
                            std::to_string(levels_.size()) + " levels)");
   std::vector<std::uint32_t> out(levels_[level].l.num_words());
-  impl_->read_words(level, out.data());
+  impl_->read_words(level, 0, out.size(), out.data());
   return out;
+}
+
+void scaling_filter::copy_level_words(std::size_t level, std::uint64_t first, std::uint64_t count,
+                                      std::uint32_t* out) const {
+  if (level >= levels_.size())
+    throw invalid_argument("copy_level_words: level " + std::to_string(level) + " does not exist (" +
+                           std::to_string(levels_.size()) + " levels)");
+  detail::check_word_range("copy_level_words", first, count, levels_[level].l.num_words(), out);
+  if (count > 0) impl_->read_words(level, first, count, out);
 }
 
 }  // namespace gbf

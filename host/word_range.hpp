@@ -1,9 +1,14 @@
-// The range check of the calls that copy a slice of a filter's words out
-// (filter::copy_words, counting_filter::copy_counters, cuckoo_filter::copy_words).
+// Slices of a filter's words: the range check of the calls that copy a slice
+// out (filter::copy_words, counting_filter::copy_counters,
+// cuckoo_filter::copy_words, scaling_filter::copy_level_words), and the staged
+// copy that moves a whole array a slice at a time (copy_to, loads, the CPU
+// twin of verify).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "gbf/error.hpp"
 
@@ -18,6 +23,23 @@ inline void check_word_range(const char* what, std::uint64_t first, std::uint64_
                            std::to_string(first) + " + " + std::to_string(count) + ") pass the filter's " +
                            std::to_string(total));
   if (count > 0 && out == nullptr) throw invalid_argument(std::string(what) + ": out is null");
+}
+
+/// Words a step when a whole array moves through host memory: 4 MiB, few steps
+/// for a GPU filter (one copy each) and small against any array worth streaming.
+inline constexpr std::uint64_t staging_words = std::uint64_t{1} << 20;
+
+/// Moves `n` words from read(first, count, out) to write(first, count, in) through
+/// a host buffer of at most staging_words: a copy between two filters (two
+/// backends, or a GPU filter and its CPU twin) holds both arrays, not a third.
+template <class Read, class Write>
+void copy_in_steps(std::uint64_t n, Read&& read, Write&& write) {
+  std::vector<std::uint32_t> staging(static_cast<std::size_t>(std::min(staging_words, n)));
+  for (std::uint64_t first = 0; first < n; first += staging_words) {
+    const std::uint64_t count = std::min(staging_words, n - first);
+    read(first, count, staging.data());
+    write(first, count, static_cast<const std::uint32_t*>(staging.data()));
+  }
 }
 
 }  // namespace gbf::detail

@@ -156,7 +156,7 @@ class cpu_counting final : public counting_backend {
                         for (std::uint64_t i = begin; i < end; ++i)
                           counters[i] = add_fields_saturating(counters[i], other[i], c);
                       });
-    derive_projection(projection_->host_words());
+    derive_projection(projection_->host_words(), 0, layout_.num_words());
   }
 
   counter_census census() const override {
@@ -191,9 +191,13 @@ class cpu_counting final : public counting_backend {
     std::memcpy(out, counters_.get() + first, count * sizeof(std::uint32_t));
   }
 
-  void write_counters(const std::uint32_t* in) override {
-    std::memcpy(counters_.get(), in, counter_bytes(layout_, counter_bits_));
-    derive_projection(projection_->host_words());
+  void write_counters(std::uint64_t first, std::uint64_t count, const std::uint32_t* in) override {
+    std::memcpy(counters_.get() + first, in, count * sizeof(std::uint32_t));
+    // Plain word i projects counter words i * c .. i * c + c - 1: re-derive every plain
+    // word the slice touches. A word split between two slices is derived again by
+    // the second, so once every slice is written each word saw its final counters.
+    const std::uint32_t c = counter_bits_;
+    derive_projection(projection_->host_words(), first / c, (first + count + c - 1) / c);
   }
 
   void project(std::uint32_t* words) const override { projection_->read_words(words); }
@@ -206,13 +210,16 @@ class cpu_counting final : public counting_backend {
   }
 
   // Plain word i (word w of block B, i = B * W + w) has its counters in counter
-  // words i * c .. i * c + c - 1 (counting_layout.hpp).
-  void derive_projection(std::uint32_t* words) const {
+  // words i * c .. i * c + c - 1 (counting_layout.hpp). Derives plain words
+  // [first, end).
+  void derive_projection(std::uint32_t* words, std::uint64_t first, std::uint64_t end) const {
     const std::uint32_t* const counters = counters_.get();
     const std::uint32_t c = counter_bits_;
-    cpu::run_in_parts(word_parts(), layout_.num_words(),
-                      [=](unsigned, std::uint64_t begin, std::uint64_t end) {
-                        for (std::uint64_t i = begin; i < end; ++i) {
+    // Threads split the counter words read, as every whole-array pass here does.
+    const unsigned parts = cpu::parts_for((end - first) * c, cpu::min_words_per_thread, num_threads_);
+    cpu::run_in_parts(parts, end - first,
+                      [=](unsigned, std::uint64_t begin, std::uint64_t stop) {
+                        for (std::uint64_t i = first + begin; i < first + stop; ++i) {
                           std::uint32_t bits = 0;
                           for (std::uint32_t j = 0; j < c; ++j)
                             bits |= projected_bits(counters[i * c + j], j, c);

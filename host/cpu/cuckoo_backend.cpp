@@ -213,8 +213,8 @@ class cpu_cuckoo final : public cuckoo_backend {
   void read_words(std::uint64_t first, std::uint64_t count, std::uint32_t* out) const override {
     std::memcpy(out, words_.get() + first, count * sizeof(std::uint32_t));
   }
-  void write_words(const std::uint32_t* in) override {
-    std::memcpy(words_.get(), in, layout_.size_bytes());
+  void write_words(std::uint64_t first, std::uint64_t count, const std::uint32_t* in) override {
+    std::memcpy(words_.get() + first, in, count * sizeof(std::uint32_t));
   }
   const std::uint32_t* device_words() const override { return nullptr; }
   void synchronize(const char*) const override {}

@@ -121,14 +121,14 @@ class cpu_scaling final : public scaling_backend {
     return std::accumulate(counts.begin(), counts.end(), std::uint64_t{0});
   }
 
-  void read_words(std::size_t level, std::uint32_t* out) const override {
-    const level_memory& m = levels_.at(level);
-    std::memcpy(out, m.words.get(), m.l.size_bytes());
+  void read_words(std::size_t level, std::uint64_t first, std::uint64_t count,
+                  std::uint32_t* out) const override {
+    std::memcpy(out, levels_.at(level).words.get() + first, count * sizeof(std::uint32_t));
   }
 
-  void write_words(std::size_t level, const std::uint32_t* in) override {
-    level_memory& m = levels_.at(level);
-    std::memcpy(m.words.get(), in, m.l.size_bytes());
+  void write_words(std::size_t level, std::uint64_t first, std::uint64_t count,
+                   const std::uint32_t* in) override {
+    std::memcpy(levels_.at(level).words.get() + first, in, count * sizeof(std::uint32_t));
   }
 
   void or_words(std::size_t level, const std::uint32_t* in) override {

@@ -179,9 +179,9 @@ class gpu_counting final : public counting_backend {
     });
   }
 
-  void write_counters(const std::uint32_t* in) override {
+  void write_counters(std::uint64_t first, std::uint64_t count, const std::uint32_t* in) override {
     executor_.run_sync([&](cudaStream_t s) {
-      GBF_CUDA_TRY(cudaMemcpyAsync(counters_.data(), in, counters_.size_bytes(),
+      GBF_CUDA_TRY(cudaMemcpyAsync(counters_.data() + first, in, count * sizeof(std::uint32_t),
                                    cudaMemcpyHostToDevice, s));
     });
   }

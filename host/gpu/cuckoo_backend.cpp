@@ -188,9 +188,11 @@ class gpu_cuckoo final : public cuckoo_backend {
     });
   }
 
-  void write_words(const std::uint32_t* in) override {
+  void write_words(std::uint64_t first, std::uint64_t count, const std::uint32_t* in) override {
+    // As in read_words: `first` counts 32-bit words of the 64-bit table.
+    auto* words32 = reinterpret_cast<std::uint32_t*>(words_.data());
     executor_.run_sync([&](cudaStream_t s) {
-      GBF_CUDA_TRY(cudaMemcpyAsync(words_.data(), in, words_.size_bytes(),
+      GBF_CUDA_TRY(cudaMemcpyAsync(words32 + first, in, count * sizeof(std::uint32_t),
                                    cudaMemcpyHostToDevice, s));
     });
   }

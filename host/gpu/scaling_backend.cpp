@@ -151,18 +151,20 @@ class gpu_scaling final : public scaling_backend {
     return bits;
   }
 
-  void read_words(std::size_t level, std::uint32_t* out) const override {
+  void read_words(std::size_t level, std::uint64_t first, std::uint64_t count,
+                  std::uint32_t* out) const override {
     const level_memory& m = levels_.at(level);
     executor_.run_sync([&](cudaStream_t s) {
-      GBF_CUDA_TRY(cudaMemcpyAsync(out, m.words.data(), m.words.size_bytes(),
+      GBF_CUDA_TRY(cudaMemcpyAsync(out, m.words.data() + first, count * sizeof(std::uint32_t),
                                    cudaMemcpyDeviceToHost, s));
     });
   }
 
-  void write_words(std::size_t level, const std::uint32_t* in) override {
+  void write_words(std::size_t level, std::uint64_t first, std::uint64_t count,
+                   const std::uint32_t* in) override {
     level_memory& m = levels_.at(level);
     executor_.run_sync([&](cudaStream_t s) {
-      GBF_CUDA_TRY(cudaMemcpyAsync(m.words.data(), in, m.words.size_bytes(),
+      GBF_CUDA_TRY(cudaMemcpyAsync(m.words.data() + first, in, count * sizeof(std::uint32_t),
                                    cudaMemcpyHostToDevice, s));
     });
   }

@@ -77,23 +77,10 @@ void write_words(const filter& f, byte_sink& out, xxh64_stream* hash) {
 }
 
 void read_words_into(filter& f, byte_source& in, xxh64_stream* hash) {
-  // 1 Mi words a step: few enough steps for a GPU filter (one copy each), small
-  // against any filter worth streaming.
-  constexpr std::uint64_t staging_words = std::uint64_t{1} << 20;
-  const std::uint64_t num_words = f.layout().num_words();
-  std::vector<std::uint32_t> staging(static_cast<std::size_t>(std::min(staging_words, num_words)));
-  std::vector<std::uint8_t> chunk(payload_chunk_words * bytes_per_word);
-  for (std::uint64_t first = 0; first < num_words; first += staging_words) {
-    const auto step = static_cast<std::size_t>(std::min(staging_words, num_words - first));
-    for (std::size_t done = 0; done < step; done += payload_chunk_words) {
-      const std::size_t count = std::min(payload_chunk_words, step - done);
-      if (in.read(chunk.data(), 4 * count) != 4 * count)
-        in.fail("truncated file: the payload ended early (the file shrank while being read)");
-      if (hash != nullptr) hash->update(chunk.data(), 4 * count);
-      for (std::size_t i = 0; i < count; ++i) staging[done + i] = get_le32(&chunk[4 * i]);
-    }
-    filter_access::write_words(f, first, step, staging.data());
-  }
+  read_words_to(f.layout().num_words(), in, hash,
+                [&f](std::uint64_t first, std::uint64_t count, const std::uint32_t* words) {
+                  filter_access::write_words(f, first, count, words);
+                });
 }
 
 bool recordable_fpp(double fpp) { return fpp == 0 || (fpp > 0 && fpp < 1); }

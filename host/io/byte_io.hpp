@@ -18,6 +18,7 @@
 #include "gbf/hash.hpp"
 #include "gbf/layout.hpp"
 #include "host/io/atomic_file.hpp"
+#include "host/word_range.hpp"
 
 namespace gbf {
 class filter;
@@ -186,8 +187,29 @@ void write_words_from(std::uint64_t n, Read&& read, byte_sink& out, xxh64_stream
     out.write(bytes.data(), bytes_per_word * count);
   }
 }
-/// Reads f.layout().num_words() words into `f`, through a 4 MiB staging buffer rather
-/// than a second copy of the array; the caller has checked that the source holds them.
+/// Reads `n` little-endian words from `in`, feeding their bytes to `hash` when not
+/// null, and hands them to write(first, count, words) a staging_words step at a
+/// time: a load streams the file into the filter it allocated, rather than
+/// holding a second copy of the array. The caller has checked that `in` holds them.
+template <class Write>
+void read_words_to(std::uint64_t n, byte_source& in, xxh64_stream* hash, Write&& write) {
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(std::min<std::uint64_t>(n, payload_chunk_words)) *
+                                  bytes_per_word);
+  copy_in_steps(
+      n,
+      [&](std::uint64_t, std::uint64_t step, std::uint32_t* staging) {
+        for (std::uint64_t done = 0; done < step; done += payload_chunk_words) {
+          const auto count = static_cast<std::size_t>(std::min<std::uint64_t>(payload_chunk_words, step - done));
+          if (in.read(bytes.data(), bytes_per_word * count) != bytes_per_word * count)
+            in.fail("truncated file: the payload ended early (the file shrank while being read)");
+          if (hash != nullptr) hash->update(bytes.data(), bytes_per_word * count);
+          for (std::size_t i = 0; i < count; ++i) staging[done + i] = get_le32(&bytes[bytes_per_word * i]);
+        }
+      },
+      write);
+}
+
+/// read_words_to of a plain filter's f.layout().num_words() words, into `f`.
 void read_words_into(filter& f, byte_source& in, xxh64_stream* hash);
 
 /// write_words_from of a filter's bit array (filter::copy_words).

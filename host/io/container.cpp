@@ -79,12 +79,6 @@ container_writer::container_writer(byte_sink& out, filter_kind kind, std::uint32
   out_.write(header.data(), header.size());
 }
 
-void container_writer::write_words(const std::uint32_t* words, std::size_t n) {
-  write_words_from(n, [words](std::uint64_t first, std::size_t count, std::uint32_t* slice) {
-    std::memcpy(slice, words + first, count * sizeof(std::uint32_t));
-  });
-}
-
 void container_writer::finish() {
   if (written_ != payload_bytes_)
     throw invalid_argument("gbf container: wrote " + std::to_string(written_) +
@@ -148,24 +142,6 @@ container_reader::container_reader(byte_source& in, filter_kind expected) : in_(
             " bytes after the checksum");
   hash_.update(fixed.data(), fixed.size());
   hash_.update(fields_.data(), fields_.size());
-}
-
-std::vector<std::uint32_t> container_reader::read_words(std::uint64_t n) {
-  if (n * 4 > payload_bytes_ - read_)
-    in_.fail("the header's fields describe more data than its payload of " +
-             std::to_string(payload_bytes_) + " bytes holds");
-  constexpr std::size_t chunk_words = std::size_t{1} << 16;
-  std::vector<std::uint32_t> words(n);
-  std::vector<std::uint8_t> chunk(std::min<std::uint64_t>(n, chunk_words) * 4);
-  for (std::size_t first = 0; first < n; first += chunk_words) {
-    const std::size_t count = std::min<std::uint64_t>(chunk_words, n - first);
-    if (in_.read(chunk.data(), 4 * count) != 4 * count)
-      in_.fail("truncated file: the payload ended early (the file shrank while being read)");
-    hash_.update(chunk.data(), 4 * count);
-    for (std::size_t i = 0; i < count; ++i) words[first + i] = get_le32(&chunk[4 * i]);
-  }
-  read_ += n * 4;
-  return words;
 }
 
 void container_reader::finish() {

@@ -74,13 +74,11 @@ class field_reader {
 };
 
 /// Writes one version-2 file to `out`: the header at construction, then the
-/// payload through write_words, then finish() adds the checksum.
+/// payload through write_words_from, then finish() adds the checksum.
 class container_writer {
  public:
   container_writer(byte_sink& out, filter_kind kind, std::uint32_t revision,
                    const std::vector<std::uint8_t>& fields, std::uint64_t payload_bytes);
-  /// Appends `n` words to the payload (little-endian).
-  void write_words(const std::uint32_t* words, std::size_t n);
   /// Appends `n` words read a slice at a time by read(first, count, out) (a filter's
   /// copy_words): a save holds 256 KiB of them, not a copy of the whole array.
   template <class Read>
@@ -116,8 +114,16 @@ class container_reader {
   const std::vector<std::uint8_t>& fields() const noexcept { return fields_; }
   const byte_source& source() const noexcept { return in_; }
 
-  /// Reads the next `n` payload words; the caller reads exactly P / 4 in all.
-  std::vector<std::uint32_t> read_words(std::uint64_t n);
+  /// Reads the next `n` payload words into write(first, count, words), a slice at a
+  /// time (detail::read_words_to); the caller reads exactly P / 4 in all.
+  template <class Write>
+  void read_words_to(std::uint64_t n, Write&& write) {
+    if (n > (payload_bytes_ - read_) / bytes_per_word)
+      in_.fail("the header's fields describe more data than its payload of " +
+               std::to_string(payload_bytes_) + " bytes holds");
+    detail::read_words_to(n, in_, &hash_, write);
+    read_ += n * bytes_per_word;
+  }
   /// Reads the checksum and verifies it; throws format_error on a mismatch.
   void finish();
 

@@ -23,6 +23,7 @@
 #include "host/io/atomic_file.hpp"
 #include "host/io/byte_io.hpp"
 #include "host/io/container.hpp"
+#include "host/filter_access.hpp"
 #include "host/number_text.hpp"
 
 namespace gbf {
@@ -98,11 +99,14 @@ counting_filter read_counting(byte_source& in, const options& opts,
                               counting_file_metadata* metadata) {
   container_reader reader(in, filter_kind::counting);
   const counting_file_metadata m = read_counting_header(reader);
-  const std::vector<std::uint32_t> counters =
-      reader.read_words(num_counter_words(m.l, m.counter_bits));
+  // The checked allocation first, then the counters streamed into it.
+  counting_filter f(m.l, opts, m.capacity, m.counter_bits);
+  reader.read_words_to(num_counter_words(m.l, m.counter_bits),
+                       [&f](std::uint64_t first, std::uint64_t count, const std::uint32_t* counters) {
+                         detail::filter_access::write_counters(f, first, count, counters);
+                       });
   reader.finish();
-  counting_filter f = counting_filter::from_counters(m.l, m.counter_bits, counters.data(), opts,
-                                                     m.capacity, m.keys_added, m.keys_removed);
+  detail::filter_access::set_counts(f, m.keys_added, m.keys_removed);
   if (metadata != nullptr) *metadata = m;
   return f;
 }

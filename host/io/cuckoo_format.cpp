@@ -23,6 +23,7 @@
 #include "host/io/atomic_file.hpp"
 #include "host/io/byte_io.hpp"
 #include "host/io/container.hpp"
+#include "host/filter_access.hpp"
 #include "host/number_text.hpp"
 
 namespace gbf {
@@ -89,10 +90,14 @@ cuckoo_filter read_cuckoo(byte_source& in, const options& opts, cuckoo_file_meta
     in.fail("payload size " + std::to_string(reader.payload_bytes()) +
             " bytes does not match the table (num_buckets * 32 = " +
             std::to_string(m.l.size_bytes()) + ")");
-  const std::vector<std::uint32_t> words = reader.read_words(m.l.num_words());
+  // The checked allocation first, then the table streamed into it.
+  cuckoo_filter f(m.l, opts, m.capacity, m.max_kicks);
+  reader.read_words_to(m.l.num_words(),
+                       [&f](std::uint64_t first, std::uint64_t count, const std::uint32_t* words) {
+                         detail::filter_access::write_words(f, first, count, words);
+                       });
   reader.finish();
-  cuckoo_filter f = cuckoo_filter::from_words(m.l, words.data(), opts, m.capacity, m.max_kicks,
-                                              m.totals);
+  detail::filter_access::set_totals(f, m.totals);
   if (metadata != nullptr) *metadata = m;
   return f;
 }

@@ -14,6 +14,7 @@
 // has checked the payload against the file's size, and the levels' sizes must
 // add up to that payload. Then the levels must follow the chain's rule
 // (scaling_filter::from_levels), and the checksum must match.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "host/io/atomic_file.hpp"
 #include "host/io/byte_io.hpp"
 #include "host/io/container.hpp"
+#include "host/filter_access.hpp"
 
 namespace gbf {
 namespace {
@@ -67,10 +69,11 @@ void write_chain(const scaling_filter& f, byte_sink& out) {
     fields.u64(level.keys);
   }
   container_writer writer(out, filter_kind::scaling, revision, fields.bytes(), payload_bytes(f));
-  for (std::size_t i = 0; i < f.levels().size(); ++i) {
-    const std::vector<std::uint32_t> words = f.level_words(i);
-    writer.write_words(words.data(), words.size());
-  }
+  for (std::size_t i = 0; i < f.levels().size(); ++i)
+    writer.write_words_from(f.levels()[i].l.num_words(),
+                            [&f, i](std::uint64_t first, std::uint64_t count, std::uint32_t* slice) {
+                              f.copy_level_words(i, first, count, slice);
+                            });
   writer.finish();
 }
 
@@ -121,17 +124,21 @@ scaling_filter read_chain(byte_source& in, const options& opts) {
     in.fail("the levels hold " + std::to_string(bytes) + " bytes but the payload has " +
             std::to_string(reader.payload_bytes()));
 
-  std::vector<std::vector<std::uint32_t>> words;
-  for (const scaling_level& level : levels) words.push_back(reader.read_words(level.l.num_words()));
-  reader.finish();
-  std::vector<const std::uint32_t*> pointers;
-  for (const auto& w : words) pointers.push_back(w.data());
+  // The chain is checked and allocated (zeroed) first, then the levels streamed in.
+  std::optional<scaling_filter> chain;
   try {
-    return scaling_filter::from_levels(c, levels, pointers, opts);
+    chain.emplace(detail::filter_access::zeroed_chain(c, levels, opts));
   } catch (const invalid_argument& e) {
     // The fields are consistent with the file but not with the chain's rule.
     in.fail(std::string("not a valid chain: ") + e.what());
   }
+  for (std::size_t i = 0; i < levels.size(); ++i)
+    reader.read_words_to(levels[i].l.num_words(),
+                         [&chain, i](std::uint64_t first, std::uint64_t count, const std::uint32_t* words) {
+                           detail::filter_access::write_words(*chain, i, first, count, words);
+                         });
+  reader.finish();
+  return std::move(*chain);
 }
 
 }  // namespace

@@ -70,6 +70,7 @@ struct remove_report {
 
 namespace detail {
 class counting_backend;
+struct filter_access;  // the file readers' way in (host/filter_access.hpp)
 }  // namespace detail
 
 class counting_filter {
@@ -323,6 +324,7 @@ class counting_filter {
                             std::uint64_t* device_count, const detail::call_options& call) const;
   void approximate_count_keys(const detail::key_batch& keys, std::uint8_t* counts,
                               const detail::call_options& call) const;
+  friend struct detail::filter_access;
 
   gbf::layout layout_;
   std::uint32_t counter_bits_ = default_counter_bits;

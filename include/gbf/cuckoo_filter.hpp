@@ -147,6 +147,7 @@ struct cuckoo_totals {
 
 namespace detail {
 class cuckoo_backend;
+struct filter_access;  // the file readers' way in (host/filter_access.hpp)
 }  // namespace detail
 
 class cuckoo_filter {
@@ -384,6 +385,7 @@ class cuckoo_filter {
   std::uint64_t select_keys(const detail::key_batch& keys, std::uint64_t* rows,
                             std::uint64_t* device_count, const detail::call_options& call) const;
   std::uint64_t verify_keys(const detail::key_batch& keys, const bool* found) const;
+  friend struct detail::filter_access;
 
   cuckoo_layout layout_;
   std::uint32_t max_kicks_ = cuckoo_default_max_kicks;

@@ -102,6 +102,7 @@ struct scaling_stats {
 
 namespace detail {
 class scaling_backend;
+struct filter_access;  // the file readers' way in (host/filter_access.hpp)
 }  // namespace detail
 
 class scaling_filter {
@@ -275,10 +276,19 @@ class scaling_filter {
   scaling_stats stats() const;
   /// Level `level`'s bit array as host words; invalid_argument past the newest level.
   std::vector<std::uint32_t> level_words(std::size_t level) const;
+  /// Copies words [first, first + count) of level_words(level) to host memory `out`,
+  /// without the level's whole copy. Throws invalid_argument past the end.
+  void copy_level_words(std::size_t level, std::uint64_t first, std::uint64_t count,
+                        std::uint32_t* out) const;
 
  private:
   scaling_filter(const scaling_config& config, std::vector<scaling_level> levels,
                  std::unique_ptr<detail::scaling_backend> impl, std::string description);
+  /// from_levels' chain with every level zeroed, for the caller to fill.
+  static scaling_filter with_zeroed_levels(const scaling_config& config,
+                                           const std::vector<scaling_level>& levels,
+                                           const options& opts);
+  friend struct detail::filter_access;
 
   std::uint64_t add_keys(const detail::key_batch& keys, bool* is_new,
                          const detail::call_options& call);

@@ -2,6 +2,8 @@
 // trip, and each check a corrupt or foreign file must fail with its reason.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,9 +27,26 @@ bytes make_file(filter_kind kind, const std::vector<std::uint32_t>& words,
   fields.f64(0.25);
   vector_sink out(0);
   container_writer writer(out, kind, revision, fields.bytes(), words.size() * 4);
-  writer.write_words(words.data(), words.size());
+  writer.write_words_from(words.size(), [&words](std::uint64_t first, std::uint64_t count,
+                                                  std::uint32_t* slice) {
+    std::copy_n(words.begin() + static_cast<std::ptrdiff_t>(first), count, slice);
+  });
   writer.finish();
   return out.take();
+}
+
+/// The next `n` payload words, gathered from read_words_to's slices, which must
+/// arrive in order and tile [0, n).
+std::vector<std::uint32_t> read_all(container_reader& reader, std::uint64_t n) {
+  std::vector<std::uint32_t> words;
+  reader.read_words_to(n, [&words](std::uint64_t first, std::uint64_t count, const std::uint32_t* slice) {
+    EXPECT_EQ(first, words.size()) << "slices out of order";
+    EXPECT_GT(count, 0u);
+    EXPECT_LE(count, staging_words);
+    words.insert(words.end(), slice, slice + count);
+  });
+  EXPECT_EQ(words.size(), n);
+  return words;
 }
 
 std::string read_error(const bytes& file, filter_kind expected) {
@@ -38,7 +57,7 @@ std::string read_error(const bytes& file, filter_kind expected) {
     fields.u32("a");
     fields.u64("b");
     fields.f64("c");
-    reader.read_words(reader.payload_bytes() / 4);
+    read_all(reader, reader.payload_bytes() / 4);
     reader.finish();
   } catch (const format_error& e) {
     return e.what();
@@ -64,8 +83,45 @@ TEST(Container, RoundTripKeepsKindRevisionFieldsAndWords) {
   EXPECT_EQ(fields.u32("a"), 7u);
   EXPECT_EQ(fields.u64("b"), 0x0123456789abcdefULL);
   EXPECT_EQ(fields.f64("c"), 0.25);
-  EXPECT_EQ(reader.read_words(words.size()), words);
+  EXPECT_EQ(read_all(reader, words.size()), words);
   EXPECT_NO_THROW(reader.finish());
+}
+
+TEST(Container, APayloadOfManyStagingStepsRoundTripsInOrderedSlices) {
+  // Two reads of one payload: a 4 MiB step and a 256 KiB chunk boundary each
+  // fall inside both parts, and the total is a multiple of neither.
+  const std::uint64_t n = staging_words + payload_chunk_words + 3;
+  std::vector<std::uint32_t> words(n);
+  for (std::uint64_t i = 0; i < n; ++i)
+    words[i] = static_cast<std::uint32_t>((i * 0x9e3779b97f4a7c15ULL) >> 32);
+  const bytes file = make_file(filter_kind::cuckoo, words);
+  memory_source in("test data", file.data(), file.size());
+  container_reader reader(in, filter_kind::cuckoo);
+  field_reader fields(reader.fields(), reader.source());
+  fields.u32("a");
+  fields.u64("b");
+  fields.f64("c");
+  const std::uint64_t head = payload_chunk_words + 5;
+  std::vector<std::uint32_t> back = read_all(reader, head);
+  const std::vector<std::uint32_t> rest = read_all(reader, n - head);
+  back.insert(back.end(), rest.begin(), rest.end());
+  EXPECT_EQ(back, words);
+  EXPECT_NO_THROW(reader.finish());
+}
+
+TEST(Container, ReadingMoreWordsThanThePayloadHoldsIsRefusedBeforeAnyIsRead) {
+  const bytes file = make_file(filter_kind::counting, {1, 2, 3, 4});
+  memory_source in("test data", file.data(), file.size());
+  container_reader reader(in, filter_kind::counting);
+  bool called = false;
+  try {
+    reader.read_words_to(5, [&called](std::uint64_t, std::uint64_t, const std::uint32_t*) { called = true; });
+    ADD_FAILURE() << "5 words read from a payload of 4";
+  } catch (const format_error& e) {
+    EXPECT_NE(std::string(e.what()).find("more data than its payload of 16 bytes"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(called);
 }
 
 TEST(Container, EveryFlippedByteIsCaught) {
