@@ -260,24 +260,6 @@ bool add_scaling_keys(scaling_filter& f, key_reader& reader, const keys_input& k
 }
 
 // ---------------------------------------------------------------------------
-// Query outputs
-// ---------------------------------------------------------------------------
-
-
-void print_selected(const key_chunk& c, const bool* found, std::uint64_t first_row, bool row_numbers) {
-  for (std::size_t i = 0; i < c.size(); ++i) {
-    if (!found[i]) continue;
-    if (row_numbers) {
-      std::printf("%llu\n", static_cast<unsigned long long>(first_row + i));
-    } else {
-      const std::string key = c.key_string(i);
-      std::fwrite(key.data(), 1, key.size(), stdout);
-      std::fputc('\n', stdout);
-    }
-  }
-}
-
-// ---------------------------------------------------------------------------
 // info
 // ---------------------------------------------------------------------------
 
@@ -546,7 +528,7 @@ int query_with(const Filter& f, const query_args& args) {
     }
     if (out) out->write(answer, chunk.size());
     if (args.select) print_selected(chunk, answer, bar.done(), args.row_numbers);
-    for (std::size_t i = 0; i < chunk.size(); ++i) hits += answer[i];
+    for (std::size_t i = 0, n = chunk.size(); i < n; ++i) hits += answer[i];
     bar.advance(chunk.size());
   }
   if (out) out->close();

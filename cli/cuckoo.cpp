@@ -249,17 +249,8 @@ int run_cuckoo_query(const query_args& args) {
     if (args.verify)
       mismatches += on_keys(chunk, [&](const auto&... keys) { return f.verify_contains(keys..., answer); });
     if (out) out->write(answer, chunk.size());
-    for (std::size_t i = 0; i < chunk.size(); ++i) {
-      hits += answer[i];
-      if (!args.select || !answer[i]) continue;
-      if (args.row_numbers) {
-        std::printf("%llu\n", static_cast<unsigned long long>(bar.done() + i));
-      } else {
-        const std::string key = chunk.key_string(i);
-        std::fwrite(key.data(), 1, key.size(), stdout);
-        std::fputc('\n', stdout);
-      }
-    }
+    if (args.select) print_selected(chunk, answer, bar.done(), args.row_numbers);
+    for (std::size_t i = 0, n = chunk.size(); i < n; ++i) hits += answer[i];
     bar.advance(chunk.size());
   }
   if (out) out->close();

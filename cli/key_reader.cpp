@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -415,16 +416,54 @@ std::size_t key_chunk::size() const {
 }
 
 std::string key_chunk::key_string(std::size_t i) const {
+  std::string out;
+  append_key(i, out);
+  return out;
+}
+
+namespace {
+template <class Integer>
+void append_decimal(Integer value, std::string& out) {
+  char digits[24];
+  const std::to_chars_result end = std::to_chars(digits, digits + sizeof digits, value);
+  out.append(digits, end.ptr);
+}
+}  // namespace
+
+void key_chunk::append_key(std::size_t i, std::string& out) const {
   switch (type) {
     case key_type::u32:
-      return is_signed ? std::to_string(static_cast<std::int32_t>(u32[i])) : std::to_string(u32[i]);
+      if (is_signed) return append_decimal(static_cast<std::int32_t>(u32[i]), out);
+      return append_decimal(u32[i], out);
     case key_type::u64:
-      return is_signed ? std::to_string(static_cast<std::int64_t>(u64[i])) : std::to_string(u64[i]);
+      if (is_signed) return append_decimal(static_cast<std::int64_t>(u64[i]), out);
+      return append_decimal(u64[i], out);
     case key_type::text:
-      return text_data.substr(static_cast<std::size_t>(offsets[i]),
-                              static_cast<std::size_t>(offsets[i + 1] - offsets[i]));
+      out.append(text_data, static_cast<std::size_t>(offsets[i]),
+                 static_cast<std::size_t>(offsets[i + 1] - offsets[i]));
+      return;
   }
-  return {};
+}
+
+void print_selected(const key_chunk& c, const bool* found, std::uint64_t first_row, bool row_numbers) {
+  constexpr std::size_t flush_at = std::size_t{1} << 16;
+  std::string lines;
+  lines.reserve(2 * flush_at);
+  const std::size_t n = c.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!found[i]) continue;
+    if (row_numbers) {
+      append_decimal(first_row + i, lines);
+    } else {
+      c.append_key(i, lines);
+    }
+    lines += '\n';
+    if (lines.size() >= flush_at) {
+      std::fwrite(lines.data(), 1, lines.size(), stdout);
+      lines.clear();
+    }
+  }
+  std::fwrite(lines.data(), 1, lines.size(), stdout);
 }
 
 void file_closer::operator()(std::FILE* f) const {

@@ -46,7 +46,14 @@ struct key_chunk {
   std::size_t size() const;
   /// Key i as printed by `query --select`: decimal for integers, the bytes for text.
   std::string key_string(std::size_t i) const;
+  /// Appends key_string(i) to `out` (no allocation of its own).
+  void append_key(std::size_t i, std::string& out) const;
 };
+
+/// `query --select`'s lines for the keys of `c` whose `found` is true: the key
+/// (key_string), or with `row_numbers` its 0-based row, first_row + i. Written to
+/// stdout 64 KiB at a time (a printf or fwrite per key took 5x the query).
+void print_selected(const key_chunk& c, const bool* found, std::uint64_t first_row, bool row_numbers);
 
 /// Closes a std::FILE* it owns (never stdin).
 struct file_closer {

@@ -27,6 +27,8 @@ struct filter_access {
   }
   /// Restores the count stats() reports, as filter::from_words does.
   static void set_keys_added(filter& f, std::uint64_t keys_added) { f.keys_added_ = keys_added; }
+  /// stats().keys_added without stats()' count of every bit (a save needs only this).
+  static std::uint64_t keys_added(const filter& f) { return f.keys_added_; }
   /// The bit array of a CPU filter; nullptr on the GPU (device_words() there).
   static std::uint32_t* host_words(filter& f) { return f.impl_->host_words(); }
 
@@ -34,6 +36,9 @@ struct filter_access {
                              const std::uint32_t* in) {
     f.impl_->write_counters(first, count, in);
   }
+  /// stats().keys_added and keys_removed without stats()' census of every counter.
+  static std::uint64_t keys_added(const counting_filter& f) { return f.keys_added_; }
+  static std::uint64_t keys_removed(const counting_filter& f) { return f.keys_removed_; }
   /// Restores the counts stats() reports, as counting_filter::from_counters does.
   static void set_counts(counting_filter& f, std::uint64_t keys_added, std::uint64_t keys_removed) {
     f.keys_added_ = keys_added;

@@ -166,12 +166,22 @@ class cpu_counting final : public counting_backend {
     std::vector<counter_census> partial(parts);
     cpu::run_in_parts(parts, num_counter_words(layout_, c),
                       [&](unsigned part, std::uint64_t begin, std::uint64_t end) {
+                        // The field masks of a run of words are counted by
+                        // count_set_bits, which uses POPCNT where the CPU has it
+                        // (__builtin_popcount here compiled to a libgcc call per
+                        // word: stats() of a 263 MB array took 117 ms).
+                        constexpr std::uint64_t run = 1024;
+                        std::uint32_t nonzero[run];
+                        std::uint32_t saturated[run];
                         counter_census sum;
-                        for (std::uint64_t i = begin; i < end; ++i) {
-                          sum.nonzero += static_cast<std::uint64_t>(
-                              __builtin_popcount(nonzero_fields(counters[i], c)));
-                          sum.saturated += static_cast<std::uint64_t>(
-                              __builtin_popcount(saturated_fields(counters[i], c)));
+                        for (std::uint64_t first = begin; first < end; first += run) {
+                          const std::uint64_t n = std::min(run, end - first);
+                          for (std::uint64_t i = 0; i < n; ++i) {
+                            nonzero[i] = nonzero_fields(counters[first + i], c);
+                            saturated[i] = saturated_fields(counters[first + i], c);
+                          }
+                          sum.nonzero += cpu::count_set_bits(nonzero, n);
+                          sum.saturated += cpu::count_set_bits(saturated, n);
                         }
                         partial[part] = sum;
                       });

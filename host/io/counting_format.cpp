@@ -41,7 +41,6 @@ using detail::filter_kind;
 constexpr std::uint32_t counting_revision = 1;
 
 void write_counting(const counting_filter& f, double fpp, byte_sink& out) {
-  const counting_stats s = f.stats();
   const layout& l = f.layout();
   field_writer fields;
   fields.u32(l.words_per_block);
@@ -52,8 +51,8 @@ void write_counting(const counting_filter& f, double fpp, byte_sink& out) {
   fields.u64(l.num_blocks);
   fields.u64(f.capacity());
   fields.f64(fpp);
-  fields.u64(s.keys_added);
-  fields.u64(s.keys_removed);
+  fields.u64(detail::filter_access::keys_added(f));
+  fields.u64(detail::filter_access::keys_removed(f));
   container_writer writer(out, filter_kind::counting, counting_revision, fields.bytes(),
                           counter_bytes(l, f.counter_bits()));
   writer.write_words_from(num_counter_words(l, f.counter_bits()),

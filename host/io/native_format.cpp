@@ -68,7 +68,7 @@ std::array<std::uint8_t, header_bytes> encode_header(const file_metadata& m) {
 }
 
 void write_native(const filter& f, double fpp, byte_sink& out) {
-  const file_metadata meta{f.layout(), f.capacity(), fpp, f.stats().keys_added};
+  const file_metadata meta{f.layout(), f.capacity(), fpp, detail::filter_access::keys_added(f)};
   xxh64_stream hash;
   const auto header = encode_header(meta);
   hash.update(header.data(), header.size());

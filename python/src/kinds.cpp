@@ -172,10 +172,16 @@ struct byte_view {
   std::size_t size() const { return static_cast<std::size_t>(view.len); }
 };
 
-template <class Word>
-nb::object word_array(const std::vector<Word>& words, int type) {
-  nb::object out = new_numpy_array(words.size(), type);
-  std::copy(words.begin(), words.end(), array_data<Word>(out));
+/// A uint32 array of `n` words that copy(first, count, out) fills with the GIL
+/// released and the filter locked: the array is the only copy made (a filter's
+/// copy_words, not words() copied again).
+template <class Self, class Copy>
+nb::object words_array(Self& self, std::uint64_t n, Copy&& copy) {
+  nb::object out = new_numpy_array(n, NPY_UINT32);
+  std::uint32_t* const data = array_data<std::uint32_t>(out);
+  nb::gil_scoped_release release;
+  std::lock_guard<std::mutex> lock(self.mutex);
+  copy(std::uint64_t{0}, n, data);
   return out;
 }
 
@@ -349,7 +355,10 @@ void bind_counting(nb::module_& m) {
                           s.over_capacity);
   });
   cls.def("counters", [](self_t& self) {
-    return word_array(locked(self, [&] { return self.f.counters(); }), NPY_UINT32);
+    const std::uint64_t n = num_counter_words(self.f.layout(), self.f.counter_bits());
+    return words_array(self, n, [&](std::uint64_t first, std::uint64_t count, std::uint32_t* out) {
+      self.f.copy_counters(first, count, out);
+    });
   }, "The counter array as uint32 words (docs/counting.md gives the packing).");
   cls.def("_projection", [](self_t& self) {
     new_filter n;
@@ -448,7 +457,15 @@ void bind_scaling(nb::module_& m) {
                           s.fpp, s.compound_fpr, levels);
   });
   cls.def("level_words", [](self_t& self, std::size_t level) {
-    return word_array(locked(self, [&] { return self.f.level_words(level); }), NPY_UINT32);
+    // A level's size never changes once it exists (the rule fixes it); a level
+    // that a concurrent clear() drops makes copy_level_words throw.
+    const std::uint64_t n = locked(self, [&]() -> std::uint64_t {
+      if (level >= self.f.levels().size()) (void)self.f.level_words(level);  // throws, naming the level
+      return self.f.levels()[level].l.num_words();
+    });
+    return words_array(self, n, [&](std::uint64_t first, std::uint64_t count, std::uint32_t* out) {
+      self.f.copy_level_words(level, first, count, out);
+    });
   }, "level"_a, "Level `level`'s bit array (oldest first) as uint32 words; InvalidArgument past the newest.");
   cls.def("_serialize", [](self_t& self) {
     return to_bytes(locked(self, [&] { return serialize(self.f); }));
@@ -563,7 +580,10 @@ void bind_cuckoo(nb::module_& m) {
                           s.failed_inserts, s.over_capacity);
   });
   cls.def("words", [](self_t& self) {
-    return word_array(locked(self, [&] { return self.f.words(); }), NPY_UINT32);
+    return words_array(self, self.f.layout().num_words(),
+                       [&](std::uint64_t first, std::uint64_t count, std::uint32_t* out) {
+                         self.f.copy_words(first, count, out);
+                       });
   }, "The table as uint32 words (8 per bucket; docs/cuckoo.md).");
   cls.def("_serialize", [](self_t& self) {
     return to_bytes(locked(self, [&] { return serialize(self.f, self.fpp); }));

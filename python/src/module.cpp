@@ -361,13 +361,14 @@ void init_module(nb::module_& m) {
                           s.estimated_fpr, s.keys_added, s.capacity, s.over_capacity);
   });
   cls.def("words", [](py_filter& self) {
-    nb::object out = new_numpy_array(self.f.layout().num_words(), NPY_UINT32);
+    // Copied straight into the array: one copy of the bits, not two.
+    const std::uint64_t n = self.f.layout().num_words();
+    nb::object out = new_numpy_array(n, NPY_UINT32);
     auto* data = static_cast<std::uint32_t*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(out.ptr())));
     {
       nb::gil_scoped_release release;
       std::lock_guard<std::mutex> lock(self.mutex);
-      const std::vector<std::uint32_t> words = self.f.words();
-      std::copy(words.begin(), words.end(), data);
+      self.f.copy_words(0, n, data);
     }
     return out;
   }, docs::words);
@@ -407,13 +408,7 @@ void init_module(nb::module_& m) {
     {
       nb::gil_scoped_release release;
       std::lock_guard<std::mutex> lock(self.mutex);
-      if (target == backend::automatic) {
-        copy.emplace(filter::from_words(self.f.layout(), self.f.words().data(),
-                                        make_options(target, threads), self.f.capacity(),
-                                        self.f.stats().keys_added));
-      } else {
-        copy.emplace(self.f.copy_to(target, make_options(target, threads)));
-      }
+      copy.emplace(self.f.copy_to(target, make_options(target, threads)));
     }
     return made(std::move(*copy), self.fpp, where, threads);
   });

@@ -61,6 +61,14 @@ expect_rc 0 "$GBF" query a.gbf absent.u64 --keys-format u64
 grep -Eq '^[0-9]+ of 1,000 keys may be present$' out || fail "default query output: $(cat out)"
 absent_hits=$(cut -d' ' -f1 out)
 (( absent_hits < 50 )) || fail "$absent_hits of 1000 absent keys hit a 1% filter"
+# --select writes 64 KiB at a time: 200,000 keys (about 1.3 MB of lines) in
+# chunks that end mid-buffer, printed exactly once each and in order.
+seq 0 199999 > many.txt
+expect_rc 0 "$GBF" build many.txt -o many.gbf --fpp 0.0001 -q
+expect_rc 0 "$GBF" query many.gbf many.txt --select --chunk-keys 70001 -q
+cmp -s out many.txt || fail "--select of 200,000 text keys is not the keys, in order"
+expect_rc 0 "$GBF" query many.gbf many.txt --select --row-numbers --chunk-keys 70001 -q
+cmp -s out many.txt || fail "--select --row-numbers of 200,000 keys is not rows 0..199999"
 
 # --out: bytes, bitmap, text
 expect_rc 0 "$GBF" query a.gbf k.u64 --keys-format u64 --out r.bytes
