@@ -55,10 +55,6 @@ namespace {
 
 using detail::key_kind;
 
-bool has_attr(nb::handle obj, const char* name) {
-  return PyObject_HasAttrString(obj.ptr(), name) == 1;
-}
-
 // Refuses device keys on a filter whose bits are not on a GPU (same words as the library).
 void require_gpu_filter(const py_filter& self) {
   if (self.f.where() != backend::gpu)

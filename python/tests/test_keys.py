@@ -243,6 +243,43 @@ def test_arrow_integers_with_nulls():
         assert g.contains(np.array([7], dtype=width))[0]
 
 
+def test_arrow_null_type_arrays_are_all_nulls():
+    # pa.array([None]) has Arrow's null type: like a typed array's nulls, nothing is
+    # added and nothing is found, on every kind.
+    kinds = [gbf.Filter(100, 0.001), gbf.CountingFilter(100, 0.001), gbf.ScalingFilter(100, 0.001),
+             gbf.CuckooFilter(100, 0.001)]
+    for f in kinds:
+        for nulls in (pa.array([None, None, None]), pa.nulls(70), pa.chunked_array([pa.nulls(2), pa.nulls(9)])):
+            f.add(nulls)
+            assert f.contains(nulls).tolist() == [False] * len(nulls)
+            assert f.count(nulls) == 0
+        s = f.stats()
+        assert (s.keys_inserted if isinstance(f, gbf.ScalingFilter) else s.keys_added) == 0, type(f).__name__
+        assert 0 not in f
+    g = gbf.Filter(100, 0.001)
+    assert g.add_new(pa.nulls(3)).tolist() == [False] * 3
+    assert g.select(pa.nulls(4)).tolist() == []
+
+
+def test_a_list_of_ints_in_int64_is_read_as_int64(f):
+    # The one-pass conversion gives NumPy's int64 array: the same keys, the same hashes.
+    keys = [0, -1, 2**63 - 1, -2**63, 12345, 12345]
+    f.add(keys)
+    assert f.contains(np.array(keys, dtype=np.int64)).all()
+    assert f.contains(keys).all()
+    assert f.stats().keys_added == 6
+    # A non-int after ints, a big int or a bool anywhere still take NumPy's way or refuse.
+    with pytest.raises(TypeError, match="item 3 of the list is a bool"):
+        f.add([1, 2, 3, True])
+    with pytest.raises(TypeError):
+        f.add([1, 2, 1.5])
+    f.add([7, 2**64 - 1])
+    assert f.contains(np.array([7, 2**64 - 1], dtype=np.uint64)).all()
+    assert f.contains(np.array([np.int64(99), 100])).tolist() == [False, False]
+    f.add([np.int64(99), 100])
+    assert f.contains([99, 100]).all()
+
+
 def test_arrow_chunked_array_and_stream_rows_are_global():
     f = gbf.Filter(1_000, 0.0001)
     f.add(pa.array(["k1", "k3"]))
