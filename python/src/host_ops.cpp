@@ -53,6 +53,7 @@ answer_format parse_answer_format(const std::string& name) {
 
 void host_add(py_filter& self, const host_keys& keys) {
   filter& f = self.f;
+  gather_buffer gathered;
   run_chunks(self, keys, [&](const key_piece& part, std::size_t) {
     visit(part, [&](const auto& k) {
       using K = std::decay_t<decltype(k)>;
@@ -61,7 +62,7 @@ void host_add(py_filter& self, const host_keys& keys) {
         if (k.validity == nullptr) {
           f.add(k.data, k.count);
         } else {
-          const auto kept = non_null(k);
+          const auto kept = non_null(k, gathered);
           f.add(kept.data(), kept.size());
         }
       } else {
@@ -77,6 +78,7 @@ nb::object host_add_new(py_filter& self, const host_keys& keys, nb::handle out) 
   nb::object answers = result_array(out, keys.count, "add_new");
   bool* is_new = bool_data(answers);
   filter& f = self.f;
+  gather_buffer gathered;
   run_chunks(self, keys, [&](const key_piece& part, std::size_t first_row) {
     bool* chunk_new = is_new + first_row;
     visit(part, [&](const auto& k) {
@@ -86,7 +88,7 @@ nb::object host_add_new(py_filter& self, const host_keys& keys, nb::handle out) 
         if (k.validity == nullptr) {
           f.add_new(k.data, k.count, chunk_new);
         } else {
-          const auto kept = non_null(k);
+          const auto kept = non_null(k, gathered);
           std::unique_ptr<bool[]> kept_new(new bool[kept.size() + 1]);
           f.add_new(kept.data(), kept.size(), kept_new.get());
           for (std::size_t i = 0, j = 0; i < k.count; ++i)
@@ -134,13 +136,14 @@ nb::object host_contains(py_filter& self, const host_keys& keys, nb::handle out,
 std::uint64_t host_count(py_filter& self, const host_keys& keys) {
   std::uint64_t total = 0;
   const filter& f = self.f;
+  gather_buffer gathered;
   run_chunks(self, keys, [&](const key_piece& part, std::size_t) {
     total += visit(part, [&](const auto& k) -> std::uint64_t {
       using K = std::decay_t<decltype(k)>;
       if constexpr (std::is_same_v<K, int_keys<std::uint32_t>> ||
                     std::is_same_v<K, int_keys<std::uint64_t>>) {
         if (k.validity == nullptr) return f.count(k.data, k.count);
-        const auto kept = non_null(k);
+        const auto kept = non_null(k, gathered);
         return f.count(kept.data(), kept.size());
       } else {
         return f.count(k);

@@ -90,12 +90,12 @@ host_keys host_only(nb::handle keys, const char* what) {
 // for strings; returns what op returns (a uint64). Integer chunks with nulls are compacted
 // and the per-key answers in `out` (may be null) scattered back, `null_value` for nulls.
 template <class Out, class Op>
-std::uint64_t apply(const key_piece& part, Out* out, Out null_value, Op&& op) {
+std::uint64_t apply(const key_piece& part, Out* out, Out null_value, gather_buffer& gathered, Op&& op) {
   return visit(part, [&](const auto& k) -> std::uint64_t {
     using K = std::decay_t<decltype(k)>;
     if constexpr (is_int_keys<K>::value) {
       if (k.validity == nullptr) return op(out, k.data, k.count);
-      const auto kept = non_null(k);
+      const auto kept = non_null(k, gathered);
       std::unique_ptr<Out[]> kept_out(out != nullptr ? new Out[kept.size() + 1] : nullptr);
       const std::uint64_t result = op(kept_out.get(), kept.data(), kept.size());
       if (out != nullptr)
@@ -113,8 +113,9 @@ std::uint64_t apply(const key_piece& part, Out* out, Out null_value, Op&& op) {
 template <class Self, class Out, class Op>
 std::uint64_t over_chunks(Self& self, const host_keys& keys, Out* out, Out null_value, Op&& op) {
   std::uint64_t total = 0;
+  gather_buffer gathered;
   run_chunks(self, keys, [&](const key_piece& part, std::size_t first_row) {
-    total += apply(part, out != nullptr ? out + first_row : nullptr, null_value, op);
+    total += apply(part, out != nullptr ? out + first_row : nullptr, null_value, gathered, op);
   });
   return total;
 }
@@ -127,11 +128,12 @@ template <class Self, class Out, class Op>
 std::uint64_t over_chunks_until_full(Self& self, const host_keys& keys, Out* out, Out null_value, Op&& op) {
   std::uint64_t total = 0;
   std::size_t chunk_begin = 0, chunk_end = 0;
+  gather_buffer gathered;
   try {
     run_chunks(self, keys, [&](const key_piece& part, std::size_t first_row) {
       chunk_begin = first_row;
       chunk_end = first_row + part.count;
-      total += apply(part, out != nullptr ? out + first_row : nullptr, null_value, op);
+      total += apply(part, out != nullptr ? out + first_row : nullptr, null_value, gathered, op);
     });
   } catch (const filter_full& e) {
     if (chunk_begin == 0 && chunk_end == keys.count) throw;  // one chunk: the batch itself

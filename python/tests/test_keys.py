@@ -280,6 +280,35 @@ def test_a_list_of_ints_in_int64_is_read_as_int64(f):
     assert f.contains([99, 100]).all()
 
 
+@pytest.mark.parametrize("null_rate", [0.0, 0.01, 0.5, 1.0])
+@pytest.mark.parametrize("width", [pa.int64(), pa.uint32()])
+def test_arrow_integer_nulls_gather_the_valid_keys_in_order(null_rate, width):
+    # Runs of whole valid bytes, mixed bytes and a ragged tail, over several chunks
+    # (the gathered keys' room is reused from chunk to chunk).
+    rng = np.random.default_rng(int(null_rate * 100) + width.bit_width)
+    n = 20_003
+    values = rng.integers(0, 2**31, n)
+    mask = rng.random(n) < null_rate
+    mask[:4_000] = False  # a long all-valid run
+    keys = pa.array(values, type=width, mask=mask)
+    f = gbf.Filter(n, 0.0001, backend="cpu")
+    f.chunk_keys = 4_096
+    is_new = f.add_new(keys)
+    expect = gbf.Filter(n, 0.0001, backend="cpu")
+    kept = values[~mask].astype(np.int64 if width == pa.int64() else np.uint32)
+    expect_new = expect.add_new(kept)
+    assert np.array_equal(f.words(), expect.words())
+    assert is_new[mask].sum() == 0
+    assert np.array_equal(is_new[~mask], expect_new)
+    assert f.stats().keys_added == len(kept)
+    assert np.array_equal(f.contains(keys), ~mask & expect.contains(values.astype(kept.dtype)))
+    assert f.count(keys) == int((~mask).sum())
+    g = gbf.Filter(n, 0.0001, backend="cpu")
+    g.chunk_keys = 4_096
+    g.add(keys)
+    assert np.array_equal(g.words(), expect.words())
+
+
 def test_arrow_chunked_array_and_stream_rows_are_global():
     f = gbf.Filter(1_000, 0.0001)
     f.add(pa.array(["k1", "k3"]))
