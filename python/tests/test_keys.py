@@ -309,6 +309,32 @@ def test_arrow_integer_nulls_gather_the_valid_keys_in_order(null_rate, width):
     assert np.array_equal(g.words(), expect.words())
 
 
+def test_numpy_text_arrays_are_the_keys_their_elements_are():
+    # 'U' (UCS-4) and 'S' arrays are packed straight from the array; the keys must
+    # be the bytes of the str / bytes each element becomes, as tolist() gives them
+    # (trailing NULs dropped, embedded ones kept, any code point as UTF-8).
+    rng = np.random.default_rng(12)
+    alphabet = ["a", "Z", "0", "\x00", "é", "€", "中", "\U0001F600", "\x7f", "\u07ff", "\u0800", "\uffff"]
+    texts = ["".join(rng.choice(alphabet, rng.integers(0, 9))) for _ in range(2_000)] + ["", "\x00\x00", "x\x00"]
+    unicode = np.array(texts)
+    raw = np.array([t.encode("utf-8") for t in texts])
+    for array in (unicode, raw, unicode[::3], raw[1::2], unicode.astype(">U12"), np.array(texts, dtype=object)):
+        f = gbf.Filter(10_000, 0.0001, backend="cpu")
+        g = gbf.Filter(10_000, 0.0001, backend="cpu")
+        f.add(array)
+        g.add(array.tolist())
+        assert np.array_equal(f.words(), g.words()), array.dtype
+        assert f.contains(array).all()
+        assert f.count(array) == len(array)
+    # A 0-d array is one key; a lone surrogate is refused as Python refuses to encode it.
+    f = gbf.Filter(100, 0.001)
+    assert f.contains(np.array("é")) is False
+    f.add(np.array("é"))
+    assert "é" in f and b"\xc3\xa9" in f
+    with pytest.raises(UnicodeEncodeError):
+        f.add(np.array(["ok", "\ud800"]))
+
+
 def test_arrow_chunked_array_and_stream_rows_are_global():
     f = gbf.Filter(1_000, 0.0001)
     f.add(pa.array(["k1", "k3"]))
