@@ -22,6 +22,14 @@
 #include "gbf/error.hpp"
 
 namespace gbf::detail {
+
+void span_sink::write(const std::uint8_t* data, std::size_t n) {
+  if (n > size_ - written_)
+    throw invalid_argument("serialize_into: the buffer of " + std::to_string(size_) +
+                           " bytes is too small (a bug: the size was checked)");
+  std::memcpy(out_ + written_, data, n);
+  written_ += n;
+}
 namespace {
 
 // ---------------------------------------------------------------------------

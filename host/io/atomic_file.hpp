@@ -33,6 +33,21 @@ class vector_sink final : public byte_sink {
   std::vector<std::uint8_t> bytes_;
 };
 
+/// Writes into a caller's buffer of `size` bytes (serialize_into): the bytes go
+/// straight where they are wanted (a Python bytes object) instead of into a
+/// vector that is then copied. invalid_argument past the end (a wrong size).
+class span_sink final : public byte_sink {
+ public:
+  span_sink(std::uint8_t* out, std::size_t size) : out_(out), size_(size) {}
+  void write(const std::uint8_t* data, std::size_t n) override;
+  std::size_t written() const noexcept { return written_; }
+
+ private:
+  std::uint8_t* out_;
+  std::size_t size_;
+  std::size_t written_ = 0;
+};
+
 /// Whether `target` (or, where that names nothing, `shown`, the path as given)
 /// exists; when it does and `existing` is not null, its stat goes there. Throws
 /// io_error("<verb> '<shown>': '<target>' is not a regular file (...)" or "... is a

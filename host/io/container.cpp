@@ -62,6 +62,19 @@ std::uint32_t field_reader::u32(const char* name) { return get_le32(take(4, name
 std::uint64_t field_reader::u64(const char* name) { return get_le64(take(8, name)); }
 double field_reader::f64(const char* name) { return bits_double(u64(name)); }
 
+std::uint64_t container_file_bytes(const std::vector<std::uint8_t>& fields, std::uint64_t payload_bytes) {
+  return container_fixed_bytes + padded(fields.size()) + payload_bytes + checksum_bytes;
+}
+
+void check_serialize_buffer(const char* what, const std::uint8_t* out, std::size_t size,
+                            std::uint64_t expected) {
+  if (size != expected)
+    throw invalid_argument(std::string(what) + ": out holds " + std::to_string(size) +
+                           " bytes, the filter serializes to " + std::to_string(expected) +
+                           " (serialized_size)");
+  if (out == nullptr && size > 0) throw invalid_argument(std::string(what) + ": out is null");
+}
+
 container_writer::container_writer(byte_sink& out, filter_kind kind, std::uint32_t revision,
                                    const std::vector<std::uint8_t>& fields,
                                    std::uint64_t payload_bytes)

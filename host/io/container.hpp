@@ -97,6 +97,15 @@ class container_writer {
   std::uint64_t written_ = 0;
 };
 
+/// Bytes of a version-2 file with these fields and payload: header, payload, checksum.
+std::uint64_t container_file_bytes(const std::vector<std::uint8_t>& fields, std::uint64_t payload_bytes);
+
+/// serialize_into's check of the caller's buffer against the serialized size:
+/// invalid_argument "<what>: out holds N bytes, the filter serializes to M
+/// (serialized_size)" or "<what>: out is null".
+void check_serialize_buffer(const char* what, const std::uint8_t* out, std::size_t size,
+                            std::uint64_t expected);
+
 /// Reads one version-2 file: the header (checked against the source's size
 /// before anything is allocated), the payload words, the checksum.
 class container_reader {

@@ -40,7 +40,8 @@ using detail::filter_kind;
 /// The revision of the counting kind's fields this library writes and reads.
 constexpr std::uint32_t counting_revision = 1;
 
-void write_counting(const counting_filter& f, double fpp, byte_sink& out) {
+/// The kind's fields of `f`, recording `fpp`.
+field_writer counting_fields(const counting_filter& f, double fpp) {
   const layout& l = f.layout();
   field_writer fields;
   fields.u32(l.words_per_block);
@@ -53,7 +54,12 @@ void write_counting(const counting_filter& f, double fpp, byte_sink& out) {
   fields.f64(fpp);
   fields.u64(detail::filter_access::keys_added(f));
   fields.u64(detail::filter_access::keys_removed(f));
-  container_writer writer(out, filter_kind::counting, counting_revision, fields.bytes(),
+  return fields;
+}
+
+void write_counting(const counting_filter& f, double fpp, byte_sink& out) {
+  const layout& l = f.layout();
+  container_writer writer(out, filter_kind::counting, counting_revision, counting_fields(f, fpp).bytes(),
                           counter_bytes(l, f.counter_bits()));
   writer.write_words_from(num_counter_words(l, f.counter_bits()),
                           [&](std::uint64_t first, std::uint64_t count, std::uint32_t* slice) {
@@ -112,12 +118,22 @@ counting_filter read_counting(byte_source& in, const options& opts,
 
 }  // namespace
 
+std::uint64_t serialized_size(const counting_filter& f) {
+  return detail::container_file_bytes(counting_fields(f, 0).bytes(), counter_bytes(f.layout(), f.counter_bits()));
+}
+
 std::vector<std::uint8_t> serialize(const counting_filter& f, double fpp) {
   detail::check_recordable_fpp("serialize", fpp);
-  detail::vector_sink out(static_cast<std::size_t>(counter_bytes(f.layout(), f.counter_bits())) +
-                          128);
+  detail::vector_sink out(static_cast<std::size_t>(serialized_size(f)));
   write_counting(f, fpp, out);
   return out.take();
+}
+
+void serialize_into(const counting_filter& f, std::uint8_t* out, std::size_t size, double fpp) {
+  detail::check_recordable_fpp("serialize_into", fpp);
+  detail::check_serialize_buffer("serialize_into", out, size, serialized_size(f));
+  detail::span_sink sink(out, size);
+  write_counting(f, fpp, sink);
 }
 
 counting_filter deserialize_counting(const std::uint8_t* data, std::size_t size,

@@ -37,9 +37,9 @@ using detail::field_reader;
 using detail::field_writer;
 
 constexpr std::uint32_t cuckoo_revision = 1;
-constexpr std::size_t cuckoo_field_bytes = 72;
 
-void write_cuckoo(const cuckoo_filter& f, double fpp, byte_sink& out) {
+/// The kind's fields of `f`, recording `fpp`.
+field_writer cuckoo_fields(const cuckoo_filter& f, double fpp) {
   const cuckoo_layout& l = f.layout();
   const cuckoo_totals t = f.totals();
   field_writer fields;
@@ -53,7 +53,12 @@ void write_cuckoo(const cuckoo_filter& f, double fpp, byte_sink& out) {
   fields.u64(t.keys_removed);
   fields.u64(t.evictions);
   fields.u64(t.failed_inserts);
-  container_writer writer(out, detail::filter_kind::cuckoo, cuckoo_revision, fields.bytes(),
+  return fields;
+}
+
+void write_cuckoo(const cuckoo_filter& f, double fpp, byte_sink& out) {
+  const cuckoo_layout& l = f.layout();
+  container_writer writer(out, detail::filter_kind::cuckoo, cuckoo_revision, cuckoo_fields(f, fpp).bytes(),
                           l.size_bytes());
   writer.write_words_from(l.num_words(), [&](std::uint64_t first, std::uint64_t count, std::uint32_t* slice) {
     f.copy_words(first, count, slice);
@@ -104,12 +109,22 @@ cuckoo_filter read_cuckoo(byte_source& in, const options& opts, cuckoo_file_meta
 
 }  // namespace
 
+std::uint64_t serialized_size(const cuckoo_filter& f) {
+  return detail::container_file_bytes(cuckoo_fields(f, 0).bytes(), f.layout().size_bytes());
+}
+
 std::vector<std::uint8_t> serialize(const cuckoo_filter& f, double fpp) {
   detail::check_recordable_fpp("serialize", fpp);
-  detail::vector_sink out(detail::container_fixed_bytes + cuckoo_field_bytes +
-                          f.layout().size_bytes() + 8);
+  detail::vector_sink out(static_cast<std::size_t>(serialized_size(f)));
   write_cuckoo(f, fpp, out);
   return out.take();
+}
+
+void serialize_into(const cuckoo_filter& f, std::uint8_t* out, std::size_t size, double fpp) {
+  detail::check_recordable_fpp("serialize_into", fpp);
+  detail::check_serialize_buffer("serialize_into", out, size, serialized_size(f));
+  detail::span_sink sink(out, size);
+  write_cuckoo(f, fpp, sink);
 }
 
 cuckoo_filter deserialize_cuckoo(const std::uint8_t* data, std::size_t size, const options& opts,

@@ -168,11 +168,20 @@ filter read_native(byte_source& in, const options& opts, file_metadata* metadata
 }
 }  // namespace
 
+std::uint64_t serialized_size(const filter& f) { return native_size(f); }
+
 std::vector<std::uint8_t> serialize(const filter& f, double fpp) {
   detail::check_recordable_fpp("serialize", fpp);
   vector_sink out(native_size(f));
   write_native(f, fpp, out);
   return out.take();
+}
+
+void serialize_into(const filter& f, std::uint8_t* out, std::size_t size, double fpp) {
+  detail::check_recordable_fpp("serialize_into", fpp);
+  detail::check_serialize_buffer("serialize_into", out, size, native_size(f));
+  detail::span_sink sink(out, size);
+  write_native(f, fpp, sink);
 }
 
 filter deserialize(const std::uint8_t* data, std::size_t size, const options& opts,

@@ -49,7 +49,8 @@ std::uint64_t payload_bytes(const scaling_filter& f) {
   return bytes;
 }
 
-void write_chain(const scaling_filter& f, byte_sink& out) {
+/// The kind's fields of `f`.
+field_writer chain_fields(const scaling_filter& f) {
   const scaling_config& c = f.config();
   field_writer fields;
   fields.u64(c.initial_capacity);
@@ -68,7 +69,11 @@ void write_chain(const scaling_filter& f, byte_sink& out) {
     fields.f64(level.fpp);
     fields.u64(level.keys);
   }
-  container_writer writer(out, filter_kind::scaling, revision, fields.bytes(), payload_bytes(f));
+  return fields;
+}
+
+void write_chain(const scaling_filter& f, byte_sink& out) {
+  container_writer writer(out, filter_kind::scaling, revision, chain_fields(f).bytes(), payload_bytes(f));
   for (std::size_t i = 0; i < f.levels().size(); ++i)
     writer.write_words_from(f.levels()[i].l.num_words(),
                             [&f, i](std::uint64_t first, std::uint64_t count, std::uint32_t* slice) {
@@ -143,10 +148,20 @@ scaling_filter read_chain(byte_source& in, const options& opts) {
 
 }  // namespace
 
+std::uint64_t serialized_size(const scaling_filter& f) {
+  return detail::container_file_bytes(chain_fields(f).bytes(), payload_bytes(f));
+}
+
 std::vector<std::uint8_t> serialize(const scaling_filter& f) {
-  vector_sink out(static_cast<std::size_t>(payload_bytes(f)) + 1024);
+  vector_sink out(static_cast<std::size_t>(serialized_size(f)));
   write_chain(f, out);
   return out.take();
+}
+
+void serialize_into(const scaling_filter& f, std::uint8_t* out, std::size_t size) {
+  detail::check_serialize_buffer("serialize_into", out, size, serialized_size(f));
+  detail::span_sink sink(out, size);
+  write_chain(f, sink);
 }
 
 scaling_filter deserialize_scaling_filter(const std::uint8_t* data, std::size_t size,

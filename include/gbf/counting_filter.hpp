@@ -350,6 +350,10 @@ struct counting_file_metadata {
 
 /// `f` in the gbf container (header, counters, checksum); `fpp` (0 = unknown) is recorded.
 std::vector<std::uint8_t> serialize(const counting_filter& f, double fpp = 0);
+/// Bytes serialize(f) makes.
+std::uint64_t serialized_size(const counting_filter& f);
+/// serialize(f, fpp) into `out`, exactly serialized_size(f) bytes; invalid_argument otherwise.
+void serialize_into(const counting_filter& f, std::uint8_t* out, std::size_t size, double fpp = 0);
 /// Parses `size` bytes of a counting filter file; format_error naming the problem
 /// (a file of another kind says which kind it holds); fills `metadata` if non-null.
 counting_filter deserialize_counting(const std::uint8_t* data, std::size_t size,

@@ -407,6 +407,10 @@ struct cuckoo_file_metadata {
 
 /// `f` in the gbf container (header, words, checksum); `fpp` (0 = unknown) is recorded.
 std::vector<std::uint8_t> serialize(const cuckoo_filter& f, double fpp = 0);
+/// Bytes serialize(f) makes.
+std::uint64_t serialized_size(const cuckoo_filter& f);
+/// serialize(f, fpp) into `out`, exactly serialized_size(f) bytes; invalid_argument otherwise.
+void serialize_into(const cuckoo_filter& f, std::uint8_t* out, std::size_t size, double fpp = 0);
 /// Parses `size` bytes of a cuckoo filter file; throws format_error; fills `metadata` if non-null.
 cuckoo_filter deserialize_cuckoo(const std::uint8_t* data, std::size_t size,
                                  const options& opts = {},

@@ -50,6 +50,11 @@ std::string to_string(file_kind kind);
 
 /// `f` in the gbf native format (header, words, checksum); `fpp` (0 = unknown) is recorded.
 std::vector<std::uint8_t> serialize(const filter& f, double fpp = 0);
+/// Bytes serialize(f) makes.
+std::uint64_t serialized_size(const filter& f);
+/// serialize(f, fpp) written into `out`, a caller's buffer of exactly serialized_size(f)
+/// bytes (no vector made and copied); invalid_argument for another size or a null `out`.
+void serialize_into(const filter& f, std::uint8_t* out, std::size_t size, double fpp = 0);
 /// Parses `size` bytes of the native format; throws format_error; fills `metadata` if non-null.
 filter deserialize(const std::uint8_t* data, std::size_t size, const options& opts = {},
                    file_metadata* metadata = nullptr);

@@ -310,6 +310,10 @@ class scaling_filter {
 
 /// The chain in the gbf file format (version-2 container, kind scaling; docs/scaling.md).
 std::vector<std::uint8_t> serialize(const scaling_filter& f);
+/// Bytes serialize(f) makes.
+std::uint64_t serialized_size(const scaling_filter& f);
+/// serialize(f) into `out`, exactly serialized_size(f) bytes; invalid_argument otherwise.
+void serialize_into(const scaling_filter& f, std::uint8_t* out, std::size_t size);
 /// Parses `size` bytes of a scaling-chain file; format_error naming the problem.
 scaling_filter deserialize_scaling_filter(const std::uint8_t* data, std::size_t size,
                                           const options& opts = {});

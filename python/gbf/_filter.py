@@ -5,6 +5,7 @@ copies, set operators and the dataclasses)."""
 from __future__ import annotations
 
 import os
+import pickle
 from dataclasses import dataclass
 from typing import BinaryIO, Optional, Union
 
@@ -268,10 +269,14 @@ class Filter(_core.FilterBase):
     def __deepcopy__(self, memo: dict) -> "Filter":
         return self.copy()
 
-    def __reduce__(self):
+    def __reduce_ex__(self, protocol: int):
         # The native bytes (layout, bits, capacity, fpp, keys added) and the backend asked
         # for: a filter pickled on a GPU machine as "auto" unpickles on the CPU elsewhere.
-        return (_unpickle, (self._serialize(), self.requested_backend, self.threads, type(self)))
+        # Protocol 5 hands the bytes over as a PickleBuffer: with a buffer_callback (Dask's
+        # transport) they travel out of band, uncopied.
+        data = self._serialize()
+        return (_unpickle, (pickle.PickleBuffer(data) if protocol >= 5 else data, self.requested_backend,
+                            self.threads, type(self)))
 
     def __ior__(self, other: "Filter") -> "Filter":
         self.merge(other)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import enum
 import os
+import pickle
 from dataclasses import dataclass
 from typing import Any, List, Optional, Tuple, Type, TypeVar, Union
 
@@ -87,10 +88,10 @@ class _FileBacked:
         return _select(self.contains(keys))  # type: ignore[attr-defined]
 
     def copy(self: _Kind, backend: Optional[str] = None, *, threads: Optional[int] = None) -> _Kind:
-        """A deep copy (through the file bytes: same contents, same stats) on `backend` ("cpu",
-        "gpu" or "auto"; default: the backend this filter was asked for)."""
-        return type(self).from_bytes(self.to_bytes(), backend=backend or self.requested_backend,  # type: ignore[attr-defined]
-                                     threads=self.threads if threads is None else threads)  # type: ignore[attr-defined]
+        """A deep copy (same contents, same stats) on `backend` ("cpu", "gpu" or "auto";
+        default: the backend this filter was asked for)."""
+        return type(self)._adopt(self._copy(backend or self.requested_backend,  # type: ignore[attr-defined]
+                                            self.threads if threads is None else threads))  # type: ignore[attr-defined]
 
     def __copy__(self: _Kind) -> _Kind:
         return self.copy()
@@ -98,8 +99,12 @@ class _FileBacked:
     def __deepcopy__(self: _Kind, memo: dict) -> _Kind:
         return self.copy()
 
-    def __reduce__(self):
-        return (_unpickle, (type(self), self.to_bytes(), self.requested_backend, self.threads))  # type: ignore[attr-defined]
+    def __reduce_ex__(self, protocol: int):
+        # Protocol 5 hands the file bytes over as a PickleBuffer: with a buffer_callback
+        # (Dask's transport) they travel out of band, uncopied.
+        data = self.to_bytes()
+        return (_unpickle, (type(self), pickle.PickleBuffer(data) if protocol >= 5 else data,
+                            self.requested_backend, self.threads))  # type: ignore[attr-defined]
 
 
 def _unpickle(kind: Type[_Kind], data: bytes, backend: str, threads: int) -> _Kind:

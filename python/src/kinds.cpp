@@ -160,9 +160,6 @@ nb::object per_key(const host_keys& keys, const nb::object& array) {
   return first.attr("item")();  // a Python bool / int, as gbf.Filter answers one key
 }
 
-nb::bytes to_bytes(const std::vector<std::uint8_t>& v) {
-  return nb::bytes(reinterpret_cast<const char*>(v.data()), v.size());
-}
 
 struct byte_view {
   Py_buffer view{};
@@ -239,6 +236,18 @@ nb::class_<py_kind<F>> bind_common(nb::module_& m, const char* name, const char*
         if (keys == 0) throw nb::value_error("chunk_keys must be at least 1");
         self.chunk_keys = (keys + 7) / 8 * 8;  // keeps validity bitmap slices byte-aligned
       });
+  // copy(): the library's copy_to, a slice at a time (through the file bytes it held
+  // three copies of the filter at once).
+  cls.def("_copy", [](self_t& self, const std::string& where, unsigned threads) {
+    const options opts = make_options(parse_backend(where), threads);
+    std::optional<F> copy;
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(self.mutex);
+      copy.emplace(self.f.copy_to(opts.where, opts));
+    }
+    return made(std::move(*copy), self.fpp, where, threads);
+  });
   return cls;
 }
 
@@ -371,7 +380,9 @@ void bind_counting(nb::module_& m) {
     return n;
   });
   cls.def("_serialize", [](self_t& self) {
-    return to_bytes(locked(self, [&] { return serialize(self.f, self.fpp); }));
+    return serialized_bytes(
+        self, [&] { return serialized_size(self.f); },
+        [&](std::uint8_t* out, std::size_t size) { serialize_into(self.f, out, size, self.fpp); });
   });
   cls.def("_save", [](self_t& self, nb::handle path_object) {
     const std::string path = os_path(path_object);
@@ -470,7 +481,9 @@ void bind_scaling(nb::module_& m) {
     });
   }, "level"_a, "Level `level`'s bit array (oldest first) as uint32 words; InvalidArgument past the newest.");
   cls.def("_serialize", [](self_t& self) {
-    return to_bytes(locked(self, [&] { return serialize(self.f); }));
+    return serialized_bytes(
+        self, [&] { return serialized_size(self.f); },
+        [&](std::uint8_t* out, std::size_t size) { serialize_into(self.f, out, size); });
   });
   cls.def("_save", [](self_t& self, nb::handle path_object) {
     const std::string path = os_path(path_object);
@@ -588,7 +601,9 @@ void bind_cuckoo(nb::module_& m) {
                        });
   }, "The table as uint32 words (8 per bucket; docs/cuckoo.md).");
   cls.def("_serialize", [](self_t& self) {
-    return to_bytes(locked(self, [&] { return serialize(self.f, self.fpp); }));
+    return serialized_bytes(
+        self, [&] { return serialized_size(self.f); },
+        [&](std::uint8_t* out, std::size_t size) { serialize_into(self.f, out, size, self.fpp); });
   });
   cls.def("_save", [](self_t& self, nb::handle path_object) {
     const std::string path = os_path(path_object);

@@ -373,13 +373,9 @@ void init_module(nb::module_& m) {
     return out;
   }, docs::words);
   cls.def("_serialize", [](py_filter& self) {
-    std::vector<std::uint8_t> bytes;
-    {
-      nb::gil_scoped_release release;
-      std::lock_guard<std::mutex> lock(self.mutex);
-      bytes = serialize(self.f, self.fpp);
-    }
-    return to_bytes(bytes);
+    return serialized_bytes(
+        self, [&] { return serialized_size(self.f); },
+        [&](std::uint8_t* out, std::size_t size) { serialize_into(self.f, out, size, self.fpp); });
   });
   cls.def("_to_parquet_sbbf", [](py_filter& self, bool header) {
     std::vector<std::uint8_t> bytes;

@@ -477,3 +477,31 @@ def test_kinds_copies_are_deep_and_travel_through_dask_serialization(rng, cls):
     back = protocol.deserialize(*protocol.serialize(f))
     assert type(back) is cls and back.stats() == f.stats()
     assert np.array_equal(back.contains(keys), f.contains(keys))
+
+
+@pytest.mark.parametrize("make", [
+    lambda: gbf.Filter(5_000, 0.01, backend="cpu"),
+    lambda: gbf.CountingFilter(5_000, 0.01, backend="cpu"),
+    lambda: gbf.ScalingFilter(500, 0.01, backend="cpu"),
+    lambda: gbf.CuckooFilter(5_000, 0.01, backend="cpu"),
+])
+def test_pickle_protocol_5_sends_the_bytes_out_of_band_and_copy_keeps_everything(make, rng):
+    import pickle
+
+    f = make()
+    keys = rng.integers(0, 2**62, 3_000, dtype=np.int64)
+    f.add(keys)
+    buffers = []
+    data = pickle.dumps(f, protocol=5, buffer_callback=buffers.append)
+    assert len(buffers) == 1 and len(data) < 1_000, "the filter's bytes should travel out of band"
+    assert bytes(buffers[0].raw()) == f.to_bytes()
+    g = pickle.loads(data, buffers=[memoryview(b) for b in buffers])
+    h = pickle.loads(pickle.dumps(f, protocol=5))  # in band
+    old = pickle.loads(pickle.dumps(f, protocol=4))
+    c = f.copy()
+    for other in (g, h, old, c):
+        assert type(other) is type(f)
+        assert other.to_bytes() == f.to_bytes()
+        assert other.contains(keys).all()
+    c.add(np.array([2**63 - 1], dtype=np.int64))
+    assert c.to_bytes() != f.to_bytes(), "copy() must not share the original's memory"
