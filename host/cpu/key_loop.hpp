@@ -147,8 +147,10 @@ inline constexpr std::size_t stored_write_distance = 96;
 /// 512 (docs/cpu.md).
 inline constexpr std::size_t key_prefetch_distance = 512;
 
-/// The keys the null-skipping path hashes before it visits the first of them.
+/// The keys a group-at-a-time loop (the scaling chain's probes, the cuckoo table's,
+/// Parquet pruning) hashes and prefetches before it visits the first of them.
 inline constexpr std::size_t prefetch_group = 16;
+
 
 namespace key_loop_detail {
 
@@ -200,6 +202,48 @@ inline void for_each_dense_key(const key_range<Hashes>& range, const AddressOf& 
   for (std::size_t j = end - left; j < end; ++j) {
     visit(j, ring_hash[slot], ring_block[slot]);
     slot = slot + 1 == d ? 0 : slot + 1;
+  }
+}
+
+/// for_each_dense_key for a range with nulls: the ring holds the last Distance
+/// non-null keys (index, hash, block), each visited, in batch order, as the
+/// Distance-th non-null key after it is prefetched. The loop it replaced hashed
+/// 16 keys, prefetched their blocks in one burst and visited them: Arrow strings
+/// with 1% nulls ran at 30 M keys/s against 69-107 without nulls.
+template <std::size_t Distance, class Hashes, class AddressOf, class Visit>
+inline void for_each_valid_key(const key_range<Hashes>& range, const AddressOf& address_of,
+                               const Visit& visit, std::size_t prefetch_bytes) {
+  constexpr std::size_t d = Distance;
+  using address = decltype(address_of(std::uint64_t{0}));
+  std::size_t ring_index[d];
+  std::uint64_t ring_hash[d];
+  address ring_block[d];
+  const Hashes hash_of = range.hash_of;
+  const std::uint64_t num_blocks = range.num_blocks;
+  const std::uint8_t* const validity = range.validity;
+  const std::size_t validity_bit = range.validity_bit;
+  std::size_t slot = 0;    // where the next key goes: the oldest entry once the ring is full
+  std::size_t queued = 0;  // entries in the ring, at most d
+  for (std::size_t i = range.begin; i < range.end; ++i) {
+    if (!key_valid(validity, validity_bit, i)) continue;
+    const std::uint64_t h = hash_of(i);
+    const address a = address_of(block_index(h, num_blocks));
+    prefetch_lines(a, prefetch_bytes);
+    if (queued == d) {
+      visit(ring_index[slot], ring_hash[slot], ring_block[slot]);
+    } else {
+      ++queued;
+    }
+    ring_index[slot] = i;
+    ring_hash[slot] = h;
+    ring_block[slot] = a;
+    slot = slot + 1 == d ? 0 : slot + 1;
+  }
+  // The last `queued` keys, oldest first: with a full ring the oldest is at `slot`.
+  std::size_t oldest = queued == d ? slot : 0;
+  for (std::size_t left = queued; left > 0; --left) {
+    visit(ring_index[oldest], ring_hash[oldest], ring_block[oldest]);
+    oldest = oldest + 1 == d ? 0 : oldest + 1;
   }
 }
 
@@ -408,34 +452,14 @@ template <block_access Access = block_access::read, class Hashes, class AddressO
 void for_each_key(const key_range<Hashes>& range, const AddressOf& address_of,
                   const Visit& visit, std::size_t prefetch_bytes = 64) {
   if (range.begin >= range.end) return;
-  if (range.validity == nullptr) {
-    if constexpr (key_loop_detail::hashes_eight<Hashes>::value) {
-      key_loop_detail::for_each_dense_key_x8(range, address_of, visit, prefetch_bytes);
-    } else {
-      constexpr bool applies_stored = std::is_same_v<Hashes, stored_hashes> && Access == block_access::write;
-      key_loop_detail::for_each_dense_key<applies_stored ? stored_write_distance : prefetch_distance>(
-          range, address_of, visit, prefetch_bytes);
-    }
-    return;
-  }
-  for (std::size_t group_begin = range.begin; group_begin < range.end;
-       group_begin += prefetch_group) {
-    const std::size_t group_end = std::min(group_begin + prefetch_group, range.end);
-    std::size_t index[prefetch_group];
-    std::uint64_t hash[prefetch_group];
-    decltype(address_of(std::uint64_t{0})) block[prefetch_group];
-    std::size_t queued = 0;
-    for (std::size_t i = group_begin; i < group_end; ++i) {
-      if (!key_valid(range.validity, range.validity_bit, i)) continue;
-      const std::uint64_t h = range.hash_of(i);
-      index[queued] = i;
-      hash[queued] = h;
-      block[queued] = address_of(block_index(h, range.num_blocks));
-      ++queued;
-    }
-    for (std::size_t q = 0; q < queued; ++q)
-      key_loop_detail::prefetch_lines(block[q], prefetch_bytes);
-    for (std::size_t q = 0; q < queued; ++q) visit(index[q], hash[q], block[q]);
+  constexpr bool applies_stored = std::is_same_v<Hashes, stored_hashes> && Access == block_access::write;
+  constexpr std::size_t distance = applies_stored ? stored_write_distance : prefetch_distance;
+  if (range.validity != nullptr) {
+    key_loop_detail::for_each_valid_key<distance>(range, address_of, visit, prefetch_bytes);
+  } else if constexpr (key_loop_detail::hashes_eight<Hashes>::value) {
+    key_loop_detail::for_each_dense_key_x8(range, address_of, visit, prefetch_bytes);
+  } else {
+    key_loop_detail::for_each_dense_key<distance>(range, address_of, visit, prefetch_bytes);
   }
 }
 

@@ -290,6 +290,56 @@ TEST(CpuBackend, Avx512MatchesScalarBitForBit) {
   }
 }
 
+// for_each_key over a range with nulls (the ring of the last non-null keys)
+// against the plain list: every non-null key visited once, in batch order, with
+// its hash and block. Ranges that start mid-batch, batch sizes around both ring
+// distances (40 for probes, 96 for stored-hash writes), bitmaps from bit 0, 3
+// and 8, and densities from no valid key to all of them.
+TEST(CpuBackend, KeyLoopWithNullsVisitsEveryValidKeyOnceInBatchOrder) {
+  const std::uint64_t num_blocks = 997;
+  const std::uint64_t seed = 11;
+  const auto keys = random_keys<std::uint64_t>(3000, 70);
+  std::vector<std::uint64_t> hashes(keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) hashes[i] = hash_key(keys[i], seed);
+  const std::vector<std::uint32_t> words(num_blocks * 8);
+  const auto address_of = [&words](std::uint64_t block) { return words.data() + block * 8; };
+  std::vector<std::vector<std::uint8_t>> bitmaps = {std::vector<std::uint8_t>(400, 0x00),
+                                                    std::vector<std::uint8_t>(400, 0xff),
+                                                    gbf::test::random_validity(3200, 71)};
+  std::vector<std::uint8_t> sparse(400, 0);  // about one key in 64 valid
+  for (std::size_t byte = 0; byte < sparse.size(); byte += 8) sparse[byte] = 0x10;
+  bitmaps.push_back(sparse);
+  using visit_record = std::pair<std::size_t, std::uint64_t>;
+  for (const auto& bitmap : bitmaps) {
+    for (const std::size_t first_bit : {0, 3, 8}) {
+      for (const std::size_t begin : {0, 5}) {
+        for (const std::size_t n : {0, 1, 39, 40, 41, 95, 96, 97, 200, 2990}) {
+          SCOPED_TRACE("n=" + std::to_string(n) + " begin " + std::to_string(begin) + " bit " +
+                       std::to_string(first_bit) + " first byte " + std::to_string(bitmap[0]));
+          std::vector<visit_record> expected;
+          for (std::size_t i = begin; i < begin + n; ++i)
+            if (key_valid(bitmap.data(), first_bit, i)) expected.push_back({i, hashes[i]});
+          std::vector<visit_record> read_seen, write_seen;
+          const cpu::key_range<cpu::key_hashes<std::uint64_t>> keyed{
+              {keys.data(), seed}, begin, begin + n, num_blocks, bitmap.data(), first_bit};
+          cpu::for_each_key(keyed, address_of,
+                            [&](std::size_t i, std::uint64_t h, const std::uint32_t* block) {
+                              EXPECT_EQ(block, address_of(block_index(h, num_blocks)));
+                              read_seen.push_back({i, h});
+                            });
+          const cpu::key_range<cpu::stored_hashes> stored{
+              {hashes.data()}, begin, begin + n, num_blocks, bitmap.data(), first_bit};
+          cpu::for_each_key<cpu::block_access::write>(
+              stored, address_of,
+              [&](std::size_t i, std::uint64_t h, const std::uint32_t*) { write_seen.push_back({i, h}); });
+          ASSERT_EQ(read_seen, expected);
+          ASSERT_EQ(write_seen, expected);
+        }
+      }
+    }
+  }
+}
+
 // The owned walk (a thread that reads the whole batch and visits only the keys
 // of its block span) against the plain list of those keys: every kept key
 // visited once, in batch order, with its hash and block; nulls skipped. Batch
