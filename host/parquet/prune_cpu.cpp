@@ -75,24 +75,32 @@ void probe_tile(const tile_job& job) {
       continue;
     }
     bool any = false;
-    for (std::size_t first = 0; first < m; first += group) {
-      const std::size_t last = std::min(first + group, m);
-      const std::uint32_t* block[group];
-      for (std::size_t q = first; q < last; ++q) {
-        block[q - first] = words + block_index(job.hashes[q], num_blocks) * sbbf_words;
-        __builtin_prefetch(block[q - first]);
-      }
-      if (job.hits == nullptr) {
+    if (job.hits == nullptr) {
+      // Flags only: groups of keys, so that the first hit ends the filter's probe.
+      for (std::size_t first = 0; first < m && !any; first += group) {
+        const std::size_t last = std::min(first + group, m);
+        const std::uint32_t* block[group];
+        for (std::size_t q = first; q < last; ++q) {
+          block[q - first] = words + block_index(job.hashes[q], num_blocks) * sbbf_words;
+          __builtin_prefetch(block[q - first]);
+        }
         for (std::size_t q = first; q < last; ++q)
           any |= Block::contains(block[q - first], job.hashes[q], sbbf_words);
-        if (any) break;
-      } else {
-        for (std::size_t q = first; q < last; ++q)
-          if (Block::contains(block[q - first], job.hashes[q], sbbf_words)) {
-            job.hits->push_back({static_cast<std::uint32_t>(q), static_cast<std::uint32_t>(g)});
-            any = true;
-          }
       }
+    } else {
+      // Every key: the key loop's ring, each block prefetched 40 keys ahead (the
+      // groups of 16 above, prefetched in a burst, kept per_key at 4-6x the time of
+      // as many contains calls).
+      const cpu::key_range<cpu::stored_hashes> range{{job.hashes}, 0, m, num_blocks, nullptr, 0};
+      std::vector<hit>& hits = *job.hits;
+      const std::size_t hits_before = hits.size();
+      cpu::for_each_key(
+          range, [words](std::uint64_t b) { return words + b * sbbf_words; },
+          [&hits, g](std::size_t q, std::uint64_t h, const std::uint32_t* block) {
+            if (Block::contains(block, h, sbbf_words))
+              hits.push_back({static_cast<std::uint32_t>(q), static_cast<std::uint32_t>(g)});
+          });
+      any = hits.size() > hits_before;
     }
     if (any) job.may_hold[g].store(1, std::memory_order_relaxed);
   }
