@@ -60,7 +60,9 @@ void add_keys_options(CLI::App* cmd, keys_input& keys) {
   cmd->add_option("KEYS", keys.path, "Key file ('-' = standard input)")->required();
   cmd->add_option("--keys-format", keys.format,
                   "auto (.npy by magic, .u32/.u64 raw, otherwise text; .bin/.raw/.dat need an "
-                  "explicit width), u32, u64 (raw little-endian), text (one key per line), npy")
+                  "explicit width), u32, u64 (raw little-endian), text (one key per line: its bytes), "
+                  "int (one decimal integer per line: an 8-byte key, as a Python int, NumPy int64 or "
+                  "Parquet INT64 gives), npy")
       ->transform(one_of(key_format_names));
   cmd->add_option("--chunk-keys", keys.chunk_keys, "Keys read and processed per batch")
       ->check(whole_number(1, std::uint64_t{1} << 30));

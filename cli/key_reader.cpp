@@ -392,6 +392,77 @@ class text_reader final : public key_reader {
   std::uint64_t line_start_ = 0;    ///< Its file offset.
 };
 
+// Text with one decimal integer per line, read as 8-byte integer keys: the keys a
+// Python int, a NumPy int64 / uint64 array and a Parquet INT64 column give. (Text
+// keys are a line's bytes, so the line "42" read as text is not the key 42.) As in
+// Python, a key is its value as an int64 when it fits, else as a uint64, so one
+// file cannot hold both negative keys and keys of 2^63 or more.
+class decimal_reader final : public key_reader {
+ public:
+  decimal_reader(const std::string& path, file_ptr file)
+      : key_reader(path), lines_(path, std::move(file)) {}
+
+  bool next(key_chunk& chunk, std::size_t max_keys) override {
+    if (!lines_.next(text_, max_keys)) return false;
+    const std::size_t n = text_.size();
+    chunk.type = key_type::u64;
+    chunk.u64.resize(n);
+    for (std::size_t i = 0; i < n; ++i) chunk.u64[i] = parse(i);
+    lines_read_ += n;
+    chunk.is_signed = any_negative_;  // for printing: no key is 2^63 or more then
+    return true;
+  }
+
+  std::optional<std::uint64_t> known_count() const override { return std::nullopt; }
+
+  std::uint64_t count_keys() override {
+    const std::uint64_t lines = lines_.count_keys();
+    lines_read_ = 0;
+    any_negative_ = any_past_int64_ = false;
+    return lines;
+  }
+
+  key_type type() const override { return key_type::u64; }
+
+ private:
+  /// Line i of the current chunk as a key's 8 bytes; format_error naming the line.
+  std::uint64_t parse(std::size_t i) {
+    const auto begin = static_cast<std::size_t>(text_.offsets[i]);
+    const auto length = static_cast<std::size_t>(text_.offsets[i + 1]) - begin;
+    const char* first = text_.text_data.data() + begin;
+    const char* const last = first + length;
+    const bool negative = length > 0 && *first == '-';
+    if (length > 0 && (*first == '-' || *first == '+')) ++first;
+    unsigned long long magnitude = 0;
+    const std::from_chars_result r = std::from_chars(first, last, magnitude);
+    const std::uint64_t line = lines_read_ + i + 1;
+    if (first == last || r.ec == std::errc::invalid_argument || r.ptr != last)
+      fail(line, begin, length, "is not a decimal integer");
+    constexpr std::uint64_t int64_limit = std::uint64_t{1} << 63;
+    if (r.ec == std::errc::result_out_of_range || (negative && magnitude > int64_limit))
+      fail(line, begin, length, "is outside the 64-bit keys, -2^63 to 2^64 - 1");
+    any_negative_ |= negative && magnitude != 0;
+    any_past_int64_ |= !negative && magnitude >= int64_limit;
+    if (any_negative_ && any_past_int64_)
+      fail(line, begin, length,
+           "makes the keys mix negative integers and integers of 2^63 or more, which no one "
+           "64-bit integer type holds (as a Python list refuses to)");
+    return negative ? std::uint64_t{0} - magnitude : magnitude;
+  }
+
+  [[noreturn]] void fail(std::uint64_t line, std::size_t begin, std::size_t length, const char* why) const {
+    const std::size_t shown = std::min<std::size_t>(length, 40);
+    fail_format(path_, "line " + with_commas(line) + " ('" + text_.text_data.substr(begin, shown) +
+                           (shown < length ? "...'" : "'") + ") " + why + " (--keys-format int)");
+  }
+
+  text_reader lines_;
+  key_chunk text_;
+  std::uint64_t lines_read_ = 0;  ///< Lines of the chunks before this one.
+  bool any_negative_ = false;
+  bool any_past_int64_ = false;
+};
+
 key_format detect_format(const std::string& path) {
   if (path == "-") return key_format::text;
   if (starts_with_npy_magic(path)) return key_format::npy;
@@ -496,6 +567,8 @@ std::unique_ptr<key_reader> key_reader::open(const std::string& path, key_format
       const binary_spec spec = npy_spec(path, file.get());
       return std::make_unique<binary_reader>(path, std::move(file), spec);
     }
+    case key_format::int_text:
+      return std::make_unique<decimal_reader>(path, std::move(file));
     case key_format::text:
     case key_format::automatic:
       break;

@@ -29,7 +29,10 @@ namespace gbf::cli {
 constexpr std::size_t max_text_key_bytes = std::size_t{16} << 20;
 
 /// How a key file is encoded; automatic picks by content and extension (see key_reader::open).
-enum class key_format { automatic, u32, u64, text, npy };
+/// How a key file is read: automatic (by magic and extension), raw little-endian
+/// u32 / u64 arrays, text (each line's bytes a key), int_text (each line a decimal
+/// integer, an 8-byte key as a Python int or Parquet INT64 gives), .npy.
+enum class key_format { automatic, u32, u64, text, int_text, npy };
 
 /// What a chunk holds.
 enum class key_type { u32, u64, text };

@@ -11,7 +11,7 @@ const std::map<std::string, filter_format> filter_format_names{
     {"gbf", filter_format::gbf}, {"parquet-sbbf", filter_format::parquet_sbbf}};
 const std::map<std::string, key_format> key_format_names{
     {"auto", key_format::automatic}, {"u32", key_format::u32}, {"u64", key_format::u64},
-    {"text", key_format::text},      {"npy", key_format::npy}};
+    {"text", key_format::text},      {"int", key_format::int_text},   {"npy", key_format::npy}};
 const std::map<std::string, result_format> result_format_names{
     {"bytes", result_format::bytes}, {"bitmap", result_format::bitmap}, {"text", result_format::text}};
 

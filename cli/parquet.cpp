@@ -318,7 +318,7 @@ void add_parquet_command(CLI::App& app, std::function<int()>& command) {
       "Key file ('-' = standard input): text (integers for INT32/INT64 columns, raw bytes "
       "otherwise), .npy, .u32/.u64");
   cmd->add_option("--keys-format", args->keys.format,
-                  "auto (.npy by magic, .u32/.u64 raw, otherwise text), u32, u64, text, npy")
+                  "auto (.npy by magic, .u32/.u64 raw, otherwise text), u32, u64, text, int, npy")
       ->transform(one_of(key_format_names));
   cmd->add_option("--chunk-keys", args->keys.chunk_keys, "Keys read and pruned per batch")
       ->check(whole_number(1, std::uint64_t{1} << 30));

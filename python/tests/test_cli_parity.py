@@ -23,6 +23,19 @@ def cli_info(run_cli, filter_path, *extra):
     return json.loads(run_cli("info", filter_path, "--json", *extra).stdout)
 
 
+def test_decimal_lines_read_as_int_are_the_python_int_keys(run_cli, tmp_path, rng):
+    # `--keys-format int` reads each line as the 8-byte key a Python int is.
+    keys = [int(x) for x in rng.integers(-2**63, 2**63 - 1, size=5_000, dtype=np.int64, endpoint=True)]
+    (tmp_path / "keys.txt").write_text("\n".join(map(str, keys)) + "\n")
+    run_cli("build", tmp_path / "keys.txt", "--keys-format", "int", "-o", tmp_path / "cli.gbf",
+            "--capacity", 5_000, "--fpp", 0.01, "-q")
+    f = gbf.Filter(5_000, 0.01, backend="cpu")
+    f.add(keys)
+    assert np.array_equal(gbf.load(tmp_path / "cli.gbf").words(), f.words())
+    f.save(tmp_path / "py.gbf")
+    assert cli_answers(run_cli, tmp_path / "py.gbf", tmp_path / "keys.txt", tmp_path, "--keys-format", "int").all()
+
+
 @pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.int64, np.uint64])
 def test_integer_keys_same_bits_and_answers_as_cli(run_cli, tmp_path, rng, dtype):
     info = np.iinfo(dtype)

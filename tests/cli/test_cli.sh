@@ -70,6 +70,45 @@ cmp -s out many.txt || fail "--select of 200,000 text keys is not the keys, in o
 expect_rc 0 "$GBF" query many.gbf many.txt --select --row-numbers --chunk-keys 70001 -q
 cmp -s out many.txt || fail "--select --row-numbers of 200,000 keys is not rows 0..199999"
 
+# --keys-format int: decimal lines as 8-byte integer keys, the keys a .u64 file,
+# a signed .npy and Python ints give; the same lines as text are other keys.
+python3 -c "
+import numpy as np
+k = np.array([0, 1, -1, 42, -2**63, 2**63 - 1, 123456789012345], dtype=np.int64)
+open('ints.txt', 'w').write('\\n'.join(str(x) for x in k[:-1]) + '\\n+' + str(k[-1]) + '\\r\\n')
+k.view(np.uint64).tofile('ints.u64')
+np.save('ints.npy', k)
+"
+expect_rc 0 "$GBF" build ints.txt --keys-format int -o ints.gbf --fpp 0.0001 -q
+expect_rc 0 "$GBF" query ints.gbf ints.u64 --count -q
+expect_out 7
+expect_rc 0 "$GBF" query ints.gbf ints.npy --count -q
+expect_out 7
+expect_rc 0 "$GBF" query ints.gbf ints.txt --count -q
+expect_out 0
+expect_rc 0 "$GBF" query ints.gbf ints.txt --keys-format int --select -q --chunk-keys 3
+[[ "$(cat out)" == "$(printf '0\n1\n-1\n42\n-9223372036854775808\n9223372036854775807\n123456789012345')" ]] ||
+  fail "--keys-format int --select prints the integers back: $(cat out)"
+printf '5\n18446744073709551615\n' > big.txt
+expect_rc 0 "$GBF" build big.txt --keys-format int -o big.gbf -q
+expect_rc 0 "$GBF" query big.gbf big.txt --keys-format int --select -q
+expect_out "$(printf '5\n18446744073709551615')"
+printf '1\n2x\n' > bad.txt
+expect_rc 1 "$GBF" query ints.gbf bad.txt --keys-format int
+expect_err "'bad.txt': line 2 ('2x') is not a decimal integer (--keys-format int)"
+printf '1\n\n' > bad.txt
+expect_rc 1 "$GBF" query ints.gbf bad.txt --keys-format int
+expect_err "line 2 ('') is not a decimal integer"
+printf -- '-9223372036854775809\n' > bad.txt
+expect_rc 1 "$GBF" query ints.gbf bad.txt --keys-format int
+expect_err "line 1 ('-9223372036854775809') is outside the 64-bit keys"
+printf '18446744073709551616\n' > bad.txt
+expect_rc 1 "$GBF" query ints.gbf bad.txt --keys-format int
+expect_err "is outside the 64-bit keys"
+printf -- '-1\n3\n9223372036854775808\n' > bad.txt
+expect_rc 1 "$GBF" query ints.gbf bad.txt --keys-format int --chunk-keys 1
+expect_err "line 3 ('9223372036854775808') makes the keys mix negative integers"
+
 # --out: bytes, bitmap, text
 expect_rc 0 "$GBF" query a.gbf k.u64 --keys-format u64 --out r.bytes
 [[ $(stat -c %s r.bytes) == 1000 ]] || fail "--out bytes size"
