@@ -102,9 +102,9 @@ rm -f x.gbf
 # Enumerated options take their names only (CLI11 also took the enum's numbers:
 # --keys-format 3 read a u64 file as text), and the error lists the names.
 expect_rc 2 "$GBF" query f.gbf k.u64 --keys-format 3
-expect_err "^gbf: --keys-format: '3' is not one of auto, npy, text, u32, u64"
+expect_err "^gbf: --keys-format: '3' is not one of auto, int, npy, text, u32, u64"
 expect_rc 2 "$GBF" query f.gbf k.u64 --keys-format u16
-expect_err "'u16' is not one of auto, npy, text, u32, u64"
+expect_err "'u16' is not one of auto, int, npy, text, u32, u64"
 expect_rc 2 "$GBF" create --capacity 10 --format 1 -o x.gbf
 expect_err "^gbf: --format: '1' is not one of gbf, parquet-sbbf"
 expect_rc 2 "$GBF" query f.gbf k.u64 --backend 0
