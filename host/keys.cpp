@@ -12,15 +12,28 @@ const char* space_name(memory_space space) {
 
 }  // namespace
 
-void check_host_offsets(const char* what, const key_batch& keys) {
+namespace {
+
+/// check_host_offsets for offsets of type Offset: a loop the compiler sees whole
+/// (an out-of-line offset_at per key was 5-6% of a text query).
+template <class Offset>
+void check_offsets(const char* what, const Offset* offsets, std::size_t count, std::size_t data_bytes) {
   std::int64_t previous = 0;
-  for (std::size_t i = 0; i <= keys.count; ++i) {
-    const std::int64_t value = offset_at(keys, i);
-    if (offset_is_bad(i, value, previous, keys.data_bytes))
-      throw invalid_argument(std::string(what) + ": " +
-                             bad_offset_message(i, value, previous, keys.data_bytes));
+  for (std::size_t i = 0; i <= count; ++i) {
+    const std::int64_t value = offsets[i];
+    if (offset_is_bad(i, value, previous, data_bytes))
+      throw invalid_argument(std::string(what) + ": " + bad_offset_message(i, value, previous, data_bytes));
     previous = value;
   }
+}
+
+}  // namespace
+
+void check_host_offsets(const char* what, const key_batch& keys) {
+  if (keys.kind == key_kind::str32)
+    check_offsets(what, static_cast<const std::int32_t*>(keys.offsets), keys.count, keys.data_bytes);
+  else
+    check_offsets(what, static_cast<const std::int64_t*>(keys.offsets), keys.count, keys.data_bytes);
 }
 
 key_batch check_batch(const char* what, key_batch batch) {
