@@ -177,6 +177,21 @@ TEST(Container, TruncationsTrailingBytesAndBadLengthsAreNamed) {
   reseal(huge_payload);
   EXPECT_NE(read_error(huge_payload, filter_kind::counting).find("truncated file: the payload has"),
             std::string::npos);
+  bytes over_limit = good;  // the first length past the 1 MiB limit
+  put_le32(&over_limit[12], static_cast<std::uint32_t>(container_max_header_bytes + 8));
+  reseal(over_limit);
+  EXPECT_NE(read_error(over_limit, filter_kind::counting)
+                .find("header length " + std::to_string(container_max_header_bytes + 8) +
+                      " is not a multiple of 8 between 32 and " + std::to_string(container_max_header_bytes)),
+            std::string::npos)
+      << read_error(over_limit, filter_kind::counting);
+  for (const std::uint32_t kind : {0u, 5u, 8u}) {  // the kinds are 1 to 4
+    bytes unknown = good;
+    put_le32(&unknown[16], kind);
+    reseal(unknown);
+    const std::string why = read_error(unknown, filter_kind::counting);
+    EXPECT_NE(why.find("unknown filter kind " + std::to_string(kind)), std::string::npos) << why;
+  }
   bytes future = good;
   put_le32(&future[8], 3);
   reseal(future);

@@ -118,6 +118,19 @@ TEST(CountingFormat, ImpossibleFieldsAreNamedEvenWithAValidChecksum) {
   reseal(wider);
   EXPECT_NE(load_error(wider).find("does not match the layout"), std::string::npos)
       << load_error(wider);
+  bytes revision = good;
+  put_u32(revision, 20, 2);  // the fields of a revision this library does not know
+  reseal(revision);
+  EXPECT_NE(load_error(revision).find("counting filter fields of revision 2 (this library reads revision 1)"),
+            std::string::npos)
+      << load_error(revision);
+  bytes fpp = good;
+  const std::uint64_t one_and_a_half = 0x3ff8000000000000ull;  // 1.5
+  put_u32(fpp, 72, static_cast<std::uint32_t>(one_and_a_half));
+  put_u32(fpp, 76, static_cast<std::uint32_t>(one_and_a_half >> 32));
+  reseal(fpp);
+  EXPECT_NE(load_error(fpp).find("target fpp 1.5 is neither 0 (unknown) nor in (0, 1)"), std::string::npos)
+      << load_error(fpp);
 }
 
 TEST(CountingFormat, PlainAndCountingReadersRefuseEachOthersFilesByName) {

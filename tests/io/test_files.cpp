@@ -145,6 +145,15 @@ TEST(FileLock, WaitingWriterGetsTheLockWhenTheHolderReleasesIt) {
   file_lock waited(path, true);
   releaser.join();
   EXPECT_EQ(held, nullptr);
+  // The waiter waited on the holder's lock file, which the holder removed before
+  // unlocking: the waiter must hold the lock of the path as it is now, so that a
+  // new writer is still refused (holding the removed file's lock would let it in).
+  try {
+    file_lock third(path, false);
+    ADD_FAILURE() << "a new writer got the lock while the waiter holds it";
+  } catch (const io_error& e) {
+    EXPECT_EQ(e.os_error(), EWOULDBLOCK) << e.what();
+  }
 }
 
 TEST(FileLock, ReleasedLockLeavesNoLockFile) {

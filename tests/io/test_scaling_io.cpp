@@ -162,6 +162,27 @@ TEST(ScalingFile, FieldsThatBreakTheChainsRuleAreNamed) {
   says(with_field(image, 56, &blocks, 8), "bytes but the payload has");
 }
 
+TEST(ScalingFile, FieldBytesAfterTheLastLevelAreNamed) {
+  const scaling_filter f = grown_chain(16, 100);
+  const bytes image = serialize(f);
+  const std::size_t fields_end = 32 + 56 + 32 * f.levels().size();
+  std::uint32_t header_length = 0;
+  std::memcpy(&header_length, image.data() + 12, 4);
+  ASSERT_EQ(header_length, fields_end);
+  for (const std::uint32_t extra : {8u, 16u}) {
+    // The header grown by `extra` zero bytes after the last level, checksum recomputed.
+    bytes bad(image.begin(), image.begin() + static_cast<std::ptrdiff_t>(fields_end));
+    bad.insert(bad.end(), extra, 0);
+    bad.insert(bad.end(), image.begin() + static_cast<std::ptrdiff_t>(fields_end), image.end() - 8);
+    const std::uint32_t grown = header_length + extra;
+    std::memcpy(bad.data() + 12, &grown, 4);
+    const std::uint64_t sum = xxh64(bad.data(), bad.size(), 0);
+    for (int b = 0; b < 8; ++b) bad.push_back(static_cast<std::uint8_t>(sum >> (8 * b)));
+    const std::string m = message_of([&] { deserialize_scaling_filter(bad.data(), bad.size(), on_cpu(1)); });
+    EXPECT_NE(m.find(std::to_string(extra) + " bytes after the last level's fields"), std::string::npos) << m;
+  }
+}
+
 TEST(ScalingFile, AMissingFileIsAnIoError) {
   EXPECT_THROW(load_scaling_filter("/nonexistent/dir/chain.gbf", on_cpu(1)), io_error);
 }

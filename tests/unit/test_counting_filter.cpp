@@ -595,5 +595,30 @@ TEST(CountingFilter, MeasuredFprAfterRemovesMatchesThePredictionAtTheKeysHeld) {
   }
 }
 
+TEST(CountingFilter, KeyCountsFollowAddsRemovesMergesProjectionsAndClears) {
+  const auto keys = test::random_keys(500, 93);
+  counting_filter f(test::layout_of(8, 8, 200), test::on_cpu(1));
+  f.add(keys.data(), 300);
+  // 50 present keys are removed; 50 never added are refused and not counted.
+  const remove_report r = f.remove(keys.data(), 50);
+  EXPECT_EQ(r.removed, 50u);
+  const remove_report absent = f.remove(keys.data() + 400, 50);
+  EXPECT_EQ(absent.removed + absent.refused, 50u);
+  EXPECT_EQ(f.stats().keys_removed, 50u + absent.removed);
+  const std::uint64_t removed = f.stats().keys_removed;
+  // The projection holds the keys held: added - removed.
+  EXPECT_EQ(f.projection().stats().keys_added, 300u - removed);
+  // A merge sums both counts.
+  counting_filter g(test::layout_of(8, 8, 200), test::on_cpu(1));
+  g.add(keys.data() + 300, 100);
+  g.remove(keys.data() + 300, 10);
+  f.merge(g);
+  EXPECT_EQ(f.stats().keys_added, 400u);
+  EXPECT_EQ(f.stats().keys_removed, removed + 10u);
+  f.clear();
+  EXPECT_EQ(f.stats().keys_added, 0u);
+  EXPECT_EQ(f.stats().keys_removed, 0u);
+}
+
 }  // namespace
 }  // namespace gbf

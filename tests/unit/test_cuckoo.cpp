@@ -786,6 +786,33 @@ TEST(CuckooFile, ImpossibleFieldsWithAValidChecksumAreNamed) {
   EXPECT_NE(says(with_field(good, 48, 0, 8)).find("num_buckets"), std::string::npos);
   EXPECT_NE(says(with_field(good, 48, 5, 8)).find("payload size"), std::string::npos);
   EXPECT_NE(says(with_field(good, 64, 0x3ff0000000000000ull, 8)).find("fpp"), std::string::npos);
+  // Past the limit is the file's problem, found before the table is read, like 0.
+  const bytes many_kicks = with_field(good, 36, cuckoo_max_kicks_limit + 1, 4);
+  EXPECT_THROW(deserialize_cuckoo(many_kicks.data(), many_kicks.size()), format_error);
+  EXPECT_NE(says(many_kicks).find("gbf data"), std::string::npos) << says(many_kicks);
+  EXPECT_NE(says(many_kicks).find("max_kicks 33 is not between 1 and 32"), std::string::npos) << says(many_kicks);
+}
+
+TEST(CuckooFile, FailedInsertsAndEvictionsSurviveARoundTrip) {
+  cuckoo_filter f(table_of(16, 16), on_cpu(1), 0, 3);
+  const auto keys = distinct_keys(f.layout().num_slots() + 200, 5);
+  EXPECT_THROW(f.add(keys.data(), keys.size()), filter_full);
+  const cuckoo_totals before = f.totals();
+  ASSERT_GT(before.failed_inserts, 0u);
+  ASSERT_GT(before.evictions, 0u);
+  const bytes file = serialize(f);
+  const cuckoo_totals after = deserialize_cuckoo(file.data(), file.size()).totals();
+  EXPECT_EQ(after.failed_inserts, before.failed_inserts);
+  EXPECT_EQ(after.evictions, before.evictions);
+  EXPECT_EQ(after.keys_added, before.keys_added);
+}
+
+TEST(CuckooSizing, TiesGoToTheWiderTags) {
+  // One key fits one bucket of any width; at 1% the 32-bit tags cost the same
+  // 32 bytes as the 8-bit ones and have the lower false-positive rate.
+  const cuckoo_layout l = cuckoo_size_for(1, 0.01);
+  EXPECT_EQ(l.num_buckets, 1u);
+  EXPECT_EQ(l.tag_bits, 32u);
 }
 
 TEST(CuckooFile, AFileOfAnotherKindSaysWhatItHolds) {

@@ -488,4 +488,34 @@ TEST(Filter, VerifyContainsFindsEveryTamperedAnswer) {
   EXPECT_EQ(tampered.first_mismatch, 7u);
 }
 
+TEST(Filter, SetOperationsCopiesAndClearsKeepTheKeyCountsTheHeaderPromises) {
+  const auto keys = random_keys<std::uint64_t>(400, 91);
+  gbf::filter a = gbf::filter::create(1'000, 0.01, on_cpu(1));
+  gbf::filter b = gbf::filter::create(1'000, 0.01, on_cpu(1));
+  a.add(keys.data(), 300);
+  b.add(keys.data() + 300, 100);
+  EXPECT_EQ(a.copy_to(gbf::backend::cpu).stats().keys_added, 300u);
+  gbf::filter merged = a.copy_to(gbf::backend::cpu);
+  merged.merge(b);
+  EXPECT_EQ(merged.stats().keys_added, 400u);
+  merged.merge(merged);  // the same keys again: the count does not double
+  EXPECT_EQ(merged.stats().keys_added, 400u);
+  gbf::filter common = a.copy_to(gbf::backend::cpu);
+  common.intersect(b);
+  EXPECT_EQ(common.stats().keys_added, 100u);  // the smaller count
+  gbf::filter delta = a.copy_to(gbf::backend::cpu);
+  delta.symmetric_difference(b);
+  EXPECT_EQ(delta.stats().keys_added, 0u);  // no count survives it
+  // A filter made from a layout has no capacity, so it is never over it.
+  gbf::filter from_layout(a.layout(), on_cpu(1));
+  EXPECT_EQ(from_layout.capacity(), 0u);
+  from_layout.add(keys.data(), keys.size());
+  EXPECT_FALSE(from_layout.stats().over_capacity);
+  EXPECT_TRUE([&] {
+    gbf::filter full = gbf::filter::create(10, 0.01, on_cpu(1));
+    full.add(keys.data(), keys.size());
+    return full.stats().over_capacity;
+  }());
+}
+
 }  // namespace
