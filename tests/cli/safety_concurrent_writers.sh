@@ -15,8 +15,10 @@ ln -s f.gbf link.gbf
 mkfifo keys.fifo
 "$GBF" add f.gbf keys.fifo --keys-format u64 -q --backend cpu 2>holder.err &
 holder=$!
-for _ in $(seq 100); do [[ -e .f.gbf.gbf-lock ]] && break; sleep 0.05; done
-[[ -e .f.gbf.gbf-lock ]] || fail "the first writer made no lock file"
+# It holds the lock once the lock file names its pid (written after the flock;
+# the file exists from the open before it, when another writer could still win).
+for _ in $(seq 200); do [[ $(cat .f.gbf.gbf-lock 2>/dev/null) == "$holder" ]] && break; sleep 0.05; done
+[[ $(cat .f.gbf.gbf-lock 2>/dev/null) == "$holder" ]] || fail "the first writer did not take the lock"
 
 # A second writer is refused, naming the holder; through a link it is the same lock.
 expect_rc 1 "$GBF" add f.gbf b.u64 -q --backend cpu

@@ -28,13 +28,16 @@ done
 
 # While the lock is held before any temporary exists (add waits for its keys
 # on a FIFO), a signal removes the lock file. Run from a job-control shell so
-# that the background job does not inherit SIGINT ignored.
+# that the background job does not inherit SIGINT ignored. The holder holds the
+# lock once the lock file names its pid (written after the flock): the file
+# alone exists from the open before it, and a waiter started then could take
+# the lock first (under load it did: the holder failed and the waiter wrote).
 u64_keys k.u64 0 1000
 mkfifo keys.fifo
 for sig in INT:130 TERM:143; do
   status=$(bash -c 'set -m
     "$1" add big.gbf keys.fifo --keys-format u64 -q --backend cpu 2>/dev/null & p=$!
-    for _ in $(seq 200); do [[ -e .big.gbf.gbf-lock ]] && break; sleep 0.02; done
+    for _ in $(seq 500); do [[ $(cat .big.gbf.gbf-lock 2>/dev/null) == "$p" ]] && break; sleep 0.02; done
     kill -'"${sig%%:*}"' $p; wait $p; echo $?' bash "$GBF" 2>/dev/null)
   [[ $status == "${sig##*:}" ]] || fail "SIG${sig%%:*} while locked: status $status, want ${sig##*:}"
   [[ -z $(leftovers) ]] || fail "SIG${sig%%:*} while locked left: $(leftovers)"
@@ -46,7 +49,7 @@ done
 for sig in INT:130 TERM:143; do
   status=$(bash -c 'set -m
     "$1" add big.gbf keys.fifo --keys-format u64 -q --backend cpu 2>/dev/null & holder=$!
-    for _ in $(seq 200); do [[ -e .big.gbf.gbf-lock ]] && break; sleep 0.02; done
+    for _ in $(seq 500); do [[ $(cat .big.gbf.gbf-lock 2>/dev/null) == "$holder" ]] && break; sleep 0.02; done
     "$1" add big.gbf k.u64 -q --backend cpu --wait 2>/dev/null & waiter=$!
     sleep 0.3
     kill -0 $waiter 2>/dev/null || { echo "waiter did not wait"; kill -INT $holder; exit; }
