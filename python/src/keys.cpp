@@ -49,6 +49,19 @@ std::string dtype_name(PyArrayObject* array) {
 void read_strings(nb::handle sequence, host_keys& keys);
 void read_string_items(PyObject* const* items, std::size_t n, host_keys& keys);
 
+// Adds n string keys packed into `data` (total bytes, int64 offsets; validity may be null).
+void add_packed_strings(host_keys& keys, const std::uint8_t* data, std::size_t total,
+                        const std::int64_t* offsets, std::size_t n, const std::uint8_t* validity) {
+  key_piece piece;
+  piece.kind = key_kind::str64;
+  piece.data = data;
+  piece.data_bytes = total;
+  piece.offsets = offsets;
+  piece.count = n;
+  piece.validity = validity;
+  keys.add_piece(piece);
+}
+
 // UTF-8 bytes of code point c; 0 for one a str cannot encode (a lone surrogate, or
 // past U+10FFFF), which the caller hands to Python to raise its own error.
 inline unsigned utf8_length(std::uint32_t c) {
@@ -124,13 +137,7 @@ bool read_fixed_width_text(PyArrayObject* array, host_keys& keys) {
       std::memcpy(out, base + i * width, bytes);
     }
   }
-  key_piece piece;
-  piece.kind = key_kind::str64;
-  piece.data = data;
-  piece.data_bytes = total;
-  piece.offsets = offsets;
-  piece.count = n;
-  keys.add_piece(piece);
+  add_packed_strings(keys, data, total, offsets, n, nullptr);
   return true;
 }
 
@@ -380,14 +387,7 @@ void read_string_items(PyObject* const* items, std::size_t n, host_keys& keys) {
     if (validity) validity[i / 8] |= static_cast<std::uint8_t>(1u << (i % 8));
   }
   offsets[n] = static_cast<std::int64_t>(at);
-  key_piece piece;
-  piece.kind = key_kind::str64;
-  piece.data = data;
-  piece.data_bytes = total;
-  piece.offsets = offsets;
-  piece.count = n;
-  piece.validity = validity;
-  keys.add_piece(piece);
+  add_packed_strings(keys, data, total, offsets, n, validity);
 }
 
 // --- Arrow -----------------------------------------------------------------------
