@@ -22,6 +22,10 @@ struct counter_census {
   std::uint64_t saturated = 0;
 };
 
+/// How merge combines two counters: their saturating sum (a union of the key
+/// multisets) or their minimum (an intersection).
+enum class counter_merge { sum, min };
+
 class counting_backend {
  public:
   virtual ~counting_backend() = default;
@@ -54,11 +58,11 @@ class counting_backend {
 
   /// Zeroes the counters.
   virtual void clear() = 0;
-  /// this += other counter-wise, saturating; `other` has the same kind, layout and
-  /// counter width (checked by the caller).
-  virtual void merge(const counting_backend& other) = 0;
-  /// this += counters (num_counter_words host words of the same layout), saturating.
-  virtual void merge_host(const std::uint32_t* counters) = 0;
+  /// this = op(this, other) counter-wise: sum (saturating) or min; `other` has the
+  /// same kind, layout and counter width (checked by the caller).
+  virtual void merge(const counting_backend& other, counter_merge op) = 0;
+  /// The same with num_counter_words host words of the same layout.
+  virtual void merge_host(const std::uint32_t* counters, counter_merge op) = 0;
   /// Nonzero and saturated counters.
   virtual counter_census census() const = 0;
   /// Copies the counter words to host memory `out`.

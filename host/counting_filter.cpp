@@ -2,6 +2,7 @@
 // counting_backend. The counter work itself lives in the backends.
 #include "gbf/counting_filter.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -153,21 +154,37 @@ void counting_filter::clear() {
   keys_removed_ = 0;
 }
 
-void counting_filter::merge(const counting_filter& other) {
+void counting_filter::combine(const counting_filter& other, detail::counter_merge op) {
+  const char* verb = op == detail::counter_merge::sum ? "merge" : "intersect";
   if (other.layout_ != layout_ || other.counter_bits_ != counter_bits_)
-    throw layout_mismatch("cannot merge counting filters of different layouts: " +
+    throw layout_mismatch(std::string("cannot ") + verb + " counting filters of different layouts: " +
                           counting_text(layout_, counter_bits_) + " vs " +
                           counting_text(other.layout_, other.counter_bits_));
   if (other.impl_->kind() == impl_->kind()) {
-    impl_->merge(*other.impl_);
+    impl_->merge(*other.impl_, op);
   } else {
     const std::vector<std::uint32_t> words = other.counters();
-    impl_->merge_host(words.data());
+    impl_->merge_host(words.data(), op);
   }
-  const std::uint64_t added = other.keys_added_;
+}
+
+void counting_filter::merge(const counting_filter& other) {
+  const std::uint64_t added = other.keys_added_;  // read first: `other` may be this
   const std::uint64_t removed = other.keys_removed_;
+  combine(other, detail::counter_merge::sum);
   keys_added_ += added;
   keys_removed_ += removed;
+}
+
+void counting_filter::intersect(const counting_filter& other) {
+  // Keys both may hold: at most the smaller of the two counts of keys held.
+  const auto held = [](const counting_filter& f) {
+    return f.keys_added_ > f.keys_removed_ ? f.keys_added_ - f.keys_removed_ : 0;
+  };
+  const std::uint64_t common = std::min(held(*this), held(other));
+  combine(other, detail::counter_merge::min);
+  keys_added_ = common;
+  keys_removed_ = 0;
 }
 
 counting_stats counting_filter::stats() const {

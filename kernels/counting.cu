@@ -100,6 +100,12 @@ __global__ void __launch_bounds__(block_threads)
     dst[i] = add_fields_saturating(dst[i], src[i], c);
 }
 
+__global__ void __launch_bounds__(block_threads)
+    intersect_kernel(std::uint32_t* __restrict__ dst, const std::uint32_t* __restrict__ src,
+                     std::uint64_t n, std::uint32_t c) {
+  for (std::size_t i = first_index(); i < n; i += grid_stride()) dst[i] = min_fields(dst[i], src[i], c);
+}
+
 // Plain word i has its counters in counter words i * c .. i * c + c - 1.
 __global__ void __launch_bounds__(block_threads)
     project_kernel(const std::uint32_t* __restrict__ counters, std::uint64_t num_words,
@@ -164,6 +170,11 @@ void census(const std::uint32_t* counters, std::uint64_t num_counter_words,
 void merge(std::uint32_t* dst, const std::uint32_t* src, std::uint64_t num_counter_words,
            std::uint32_t counter_bits, cudaStream_t stream) {
   launch<merge_kernel>(num_counter_words, stream, dst, src, num_counter_words, counter_bits);
+}
+
+void intersect(std::uint32_t* dst, const std::uint32_t* src, std::uint64_t num_counter_words,
+               std::uint32_t counter_bits, cudaStream_t stream) {
+  launch<intersect_kernel>(num_counter_words, stream, dst, src, num_counter_words, counter_bits);
 }
 
 void project(const std::uint32_t* counters, std::uint64_t num_words, std::uint32_t counter_bits,

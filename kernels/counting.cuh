@@ -82,6 +82,10 @@ void census(const std::uint32_t* counters, std::uint64_t num_counter_words,
 void merge(std::uint32_t* dst, const std::uint32_t* src, std::uint64_t num_counter_words,
            std::uint32_t counter_bits, cudaStream_t stream);
 
+/// dst[i] = field-wise min(dst[i], src[i]) for i < num_counter_words (dst != src).
+void intersect(std::uint32_t* dst, const std::uint32_t* src, std::uint64_t num_counter_words,
+               std::uint32_t counter_bits, cudaStream_t stream);
+
 /// words[i] = the projection of plain word i (bit set where its counter is nonzero),
 /// for i < num_words.
 void project(const std::uint32_t* counters, std::uint64_t num_words, std::uint32_t counter_bits,

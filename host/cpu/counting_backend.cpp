@@ -133,28 +133,28 @@ class cpu_counting final : public counting_backend {
     projection_->clear();
   }
 
-  void merge(const counting_backend& other) override {
+  void merge(const counting_backend& other, counter_merge op) override {
     const auto* cpu_other = dynamic_cast<const cpu_counting*>(&other);
     if (cpu_other == nullptr || cpu_other->layout_ != layout_ ||
         cpu_other->counter_bits_ != counter_bits_)
       throw invalid_argument("merge needs another CPU counting filter of the same layout");
-    if (cpu_other == this) {
-      // x + x: read a copy, since the loop below would read words it already wrote.
-      std::vector<std::uint32_t> copy(num_counter_words(layout_, counter_bits_));
-      read_counters(copy.data());
-      merge_host(copy.data());
-      return;
-    }
-    merge_host(cpu_other->counters_.get());
+    if (cpu_other == this && op == counter_merge::min) return;  // min(x, x) = x
+    // x + x reads each word before it writes it: no copy needed.
+    merge_host(cpu_other->counters_.get(), op);
   }
 
-  void merge_host(const std::uint32_t* other) override {
+  void merge_host(const std::uint32_t* other, counter_merge op) override {
     std::uint32_t* const counters = counters_.get();
     const std::uint32_t c = counter_bits_;
     cpu::run_in_parts(word_parts(), num_counter_words(layout_, c),
-                      [counters, other, c](unsigned, std::uint64_t begin, std::uint64_t end) {
-                        for (std::uint64_t i = begin; i < end; ++i)
-                          counters[i] = add_fields_saturating(counters[i], other[i], c);
+                      [counters, other, c, op](unsigned, std::uint64_t begin, std::uint64_t end) {
+                        if (op == counter_merge::sum) {
+                          for (std::uint64_t i = begin; i < end; ++i)
+                            counters[i] = add_fields_saturating(counters[i], other[i], c);
+                        } else {
+                          for (std::uint64_t i = begin; i < end; ++i)
+                            counters[i] = min_fields(counters[i], other[i], c);
+                        }
                       });
     derive_projection(projection_->host_words(), 0, layout_.num_words());
   }

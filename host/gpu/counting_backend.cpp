@@ -114,7 +114,7 @@ class gpu_counting final : public counting_backend {
     });
   }
 
-  void merge(const counting_backend& other) override {
+  void merge(const counting_backend& other, counter_merge op) override {
     const auto* gpu_other = dynamic_cast<const gpu_counting*>(&other);
     if (gpu_other == nullptr)
       throw invalid_argument("merge: the other filter's counters are not on the GPU");
@@ -125,6 +125,7 @@ class gpu_counting final : public counting_backend {
                              std::to_string(executor_.device()) + " and device " +
                              std::to_string(gpu_other->executor_.device()) + ")");
     }
+    if (gpu_other == this && op == counter_merge::min) return;  // min(x, x) = x
     if (gpu_other == this) {
       // x + x: the merge kernel's __restrict__ operands must not alias, so it
       // reads a copy (the counters' size once more, for the call).
@@ -139,18 +140,17 @@ class gpu_counting final : public counting_backend {
     }
     executor_.run_sync([&](cudaStream_t s) {
       gpu_other->executor_.wait_for_async(s);
-      gpu::counting::merge(counters_.data(), gpu_other->counters_.data(), counters_.size(),
-                           counter_bits_, s);
+      combine(gpu_other->counters_.data(), op, s);
     });
   }
 
-  void merge_host(const std::uint32_t* counters) override {
+  void merge_host(const std::uint32_t* counters, counter_merge op) override {
     const device_scope on_device(executor_.device());
     device_buffer<std::uint32_t> staged(counters_.size());
     executor_.run_sync([&](cudaStream_t s) {
       GBF_CUDA_TRY(cudaMemcpyAsync(staged.data(), counters, staged.size_bytes(),
                                    cudaMemcpyHostToDevice, s));
-      gpu::counting::merge(counters_.data(), staged.data(), counters_.size(), counter_bits_, s);
+      combine(staged.data(), op, s);
     });
   }
 
@@ -209,6 +209,14 @@ class gpu_counting final : public counting_backend {
   void synchronize(const char* what) const override { executor_.synchronize(what); }
 
  private:
+  /// counters_ = op(counters_, other) on stream s; `other` is another device array.
+  void combine(const std::uint32_t* other, counter_merge op, cudaStream_t s) {
+    if (op == counter_merge::sum)
+      gpu::counting::merge(counters_.data(), other, counters_.size(), counter_bits_, s);
+    else
+      gpu::counting::intersect(counters_.data(), other, counters_.size(), counter_bits_, s);
+  }
+
   void probe(const chunk_work& work) const {
     gpu::counting::contains(layout_, counter_bits_, counters_.data(), work.keys,
                             reinterpret_cast<bool*>(work.results), work.status, work.stream);

@@ -70,6 +70,7 @@ struct remove_report {
 
 namespace detail {
 class counting_backend;
+enum class counter_merge;
 struct filter_access;  // the file readers' way in (host/filter_access.hpp)
 }  // namespace detail
 
@@ -298,6 +299,11 @@ class counting_filter {
   /// this += other, counter by counter, saturating. Throws layout_mismatch when the
   /// layouts or counter widths differ.
   void merge(const counting_filter& other);
+  /// this = min(this, other), counter by counter: a key counted in both stays present
+  /// (its projection is the AND of the two projections), so a key multiset's
+  /// intersection; the key count becomes the smaller count of keys held (keys_added -
+  /// keys_removed), keys_removed 0. Throws layout_mismatch as merge does.
+  void intersect(const counting_filter& other);
 
   /// Counters, saturation, fill, estimated keys and FPR, bytes per key.
   counting_stats stats() const;
@@ -324,6 +330,7 @@ class counting_filter {
                             std::uint64_t* device_count, const detail::call_options& call) const;
   void approximate_count_keys(const detail::key_batch& keys, std::uint8_t* counts,
                               const detail::call_options& call) const;
+  void combine(const counting_filter& other, detail::counter_merge op);
   friend struct detail::filter_access;
 
   gbf::layout layout_;

@@ -196,6 +196,20 @@ GBF_HD GBF_FORCEINLINE constexpr std::uint32_t add_fields_saturating(std::uint32
   return out;
 }
 
+/// Field-wise min(a, b): the counters of an intersection (a key counted in both
+/// keeps every counter of its bits nonzero, so it stays present).
+GBF_HD GBF_FORCEINLINE constexpr std::uint32_t min_fields(std::uint32_t a, std::uint32_t b,
+                                                          std::uint32_t counter_bits) {
+  const std::uint32_t max = counter_max(counter_bits);
+  std::uint32_t out = 0;
+  for (std::uint32_t shift = 0; shift < bits_per_word; shift += counter_bits) {
+    const std::uint32_t x = (a >> shift) & max;
+    const std::uint32_t y = (b >> shift) & max;
+    out |= (x < y ? x : y) << shift;
+  }
+  return out;
+}
+
 /// The bits of the projection (counter != 0) that counter word j of a plain
 /// word holds, in place in that plain word: gather_fields(nonzero) << (j * F).
 GBF_HD GBF_FORCEINLINE constexpr std::uint32_t projected_bits(std::uint32_t counter_word,

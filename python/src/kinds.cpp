@@ -356,6 +356,10 @@ void bind_counting(nb::module_& m) {
   cls.def("merge", [](self_t& self, self_t& other) {
     with_both_locked(self, other, [&] { self.f.merge(other.f); });
   }, "other"_a, "self += other, counter by counter, saturating; gbf.LayoutMismatch when the layouts or counter widths differ.");
+  cls.def("intersect", [](self_t& self, self_t& other) {
+    with_both_locked(self, other, [&] { self.f.intersect(other.f); });
+  }, "other"_a, "self = min(self, other), counter by counter: the keys counted in both stay; keys_added becomes "
+                "the smaller count of keys held, keys_removed 0; gbf.LayoutMismatch as merge.");
   cls.def("clear", [](self_t& self) { locked(self, [&] { self.f.clear(); }); },
           "Sets every counter to zero and resets the key counts.");
   cls.def("_stats", [](self_t& self) {

@@ -505,3 +505,25 @@ def test_pickle_protocol_5_sends_the_bytes_out_of_band_and_copy_keeps_everything
         assert other.contains(keys).all()
     c.add(np.array([2**63 - 1], dtype=np.int64))
     assert c.to_bytes() != f.to_bytes(), "copy() must not share the original's memory"
+
+
+def test_counting_intersect_keeps_the_keys_counted_in_both(rng):
+    keys = rng.integers(0, 2**62, 3_000, dtype=np.int64)
+    a = gbf.CountingFilter(4_000, 0.001, backend="cpu")
+    b = gbf.CountingFilter(4_000, 0.001, backend="cpu")
+    a.add(keys[:2_000])
+    b.add(keys[1_000:])
+    both = a.copy()
+    both.intersect(b)
+    assert both.contains(keys[1_000:2_000]).all()
+    assert both.count(keys[:1_000]) < 20 and both.count(keys[2_000:]) < 20
+    # Counter by counter (4-bit fields), the minimum.
+    ca, cb = a.counters(), b.counters()
+    expected = np.zeros_like(ca)
+    for shift in range(0, 32, 4):
+        expected |= np.minimum((ca >> shift) & 0xF, (cb >> shift) & 0xF) << shift
+    assert np.array_equal(both.counters(), expected)
+    s = both.stats()
+    assert s.keys_added == 2_000 and s.keys_removed == 0  # the smaller count of keys held
+    with pytest.raises(gbf.LayoutMismatch):
+        both.intersect(gbf.CountingFilter(4_000, 0.001, backend="cpu", counter_bits=8))

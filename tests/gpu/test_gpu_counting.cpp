@@ -160,5 +160,27 @@ TEST_F(GpuCounting, MergeWithItselfDoublesTheCountersAsOnTheCpu) {
   }
 }
 
+TEST_F(GpuCounting, IntersectTakesTheCounterMinimumAsOnTheCpu) {
+  for (const std::uint32_t counter_bits : {4u, 8u}) {
+    const auto keys = random_keys(6'000, 43);
+    counting_filter a(test::layout_of(8, 8, 2'001), on_gpu(), 0, counter_bits);
+    counting_filter b(test::layout_of(8, 8, 2'001), on_gpu(), 0, counter_bits);
+    a.add(keys.data(), 4'000);
+    a.add(keys.data(), 1'000);
+    b.add(keys.data() + 2'000, 4'000);
+    counting_filter ca = a.copy_to(backend::cpu);
+    const counting_filter cb = b.copy_to(backend::cpu);
+    a.intersect(b);
+    ca.intersect(cb);
+    EXPECT_EQ(a.counters(), ca.counters()) << counter_bits << "-bit counters";
+    // Against a CPU filter: through the host, the same counters.
+    counting_filter from_cpu = b.copy_to(backend::gpu);
+    from_cpu.intersect(cb);
+    EXPECT_EQ(from_cpu.counters(), cb.counters());
+    a.intersect(a);
+    EXPECT_EQ(a.counters(), ca.counters()) << "min(x, x) = x";
+  }
+}
+
 }  // namespace
 }  // namespace gbf

@@ -620,5 +620,45 @@ TEST(CountingFilter, KeyCountsFollowAddsRemovesMergesProjectionsAndClears) {
   EXPECT_EQ(f.stats().keys_removed, 0u);
 }
 
+TEST(CountingFilter, IntersectTakesTheCounterMinimumAndKeepsTheKeysOfBoth) {
+  for (const std::uint32_t counter_bits : {4u, 8u}) {
+    SCOPED_TRACE(std::to_string(counter_bits) + "-bit counters");
+    const auto keys = test::random_keys(3'000, 95);
+    counting_filter a(test::layout_of(8, 8, 500), test::on_cpu(2), 0, counter_bits);
+    counting_filter b(test::layout_of(8, 8, 500), test::on_cpu(1), 0, counter_bits);
+    a.add(keys.data(), 2'000);          // keys 0..1999
+    a.add(keys.data(), 500);            // 0..499 twice
+    b.add(keys.data() + 1'000, 2'000);  // keys 1000..2999
+    b.remove(keys.data() + 2'900, 100);
+    const std::vector<std::uint32_t> ca = a.counters(), cb = b.counters();
+    const std::vector<std::uint32_t> plain_a = a.projection().words(), plain_b = b.projection().words();
+    counting_filter both = a.copy_to(backend::cpu);
+    both.intersect(b);
+    const std::vector<std::uint32_t> counters = both.counters();
+    ASSERT_EQ(counters.size(), ca.size());
+    for (std::size_t i = 0; i < counters.size(); ++i)
+      ASSERT_EQ(counters[i], min_fields(ca[i], cb[i], counter_bits)) << "word " << i;
+    // Field by field against the definition, for one word of mixed fields.
+    const std::uint32_t max = counter_max(counter_bits);
+    const std::uint32_t x = counter_bits == 4 ? 0x0F3A0152u : 0x00FF7F01u;
+    const std::uint32_t y = counter_bits == 4 ? 0x1F2B0340u : 0x01FE8000u;
+    for (std::uint32_t shift = 0; shift < 32; shift += counter_bits)
+      EXPECT_EQ((min_fields(x, y, counter_bits) >> shift) & max,
+                std::min((x >> shift) & max, (y >> shift) & max));
+    // The projection is the AND of the two: the plain intersection.
+    const std::vector<std::uint32_t> projected = both.projection().words();
+    for (std::size_t i = 0; i < projected.size(); ++i) ASSERT_EQ(projected[i], plain_a[i] & plain_b[i]);
+    // Keys counted in both (1000..1999) stay; the key count is the smaller held.
+    EXPECT_EQ(both.count(keys.data() + 1'000, 1'000), 1'000u);
+    EXPECT_EQ(both.stats().keys_added, 1'900u);
+    EXPECT_EQ(both.stats().keys_removed, 0u);
+    // With itself, nothing changes.
+    both.intersect(both);
+    EXPECT_EQ(both.counters(), counters);
+    counting_filter other_width(test::layout_of(8, 8, 500), test::on_cpu(1), 0, counter_bits == 4 ? 8 : 4);
+    EXPECT_THROW(both.intersect(other_width), layout_mismatch);
+  }
+}
+
 }  // namespace
 }  // namespace gbf
