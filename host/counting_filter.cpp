@@ -154,6 +154,11 @@ void counting_filter::clear() {
   keys_removed_ = 0;
 }
 
+std::uint64_t counting_filter::keys_held() const noexcept {
+  // Unchecked removes of absent keys can make the difference negative.
+  return keys_added_ > keys_removed_ ? keys_added_ - keys_removed_ : 0;
+}
+
 void counting_filter::combine(const counting_filter& other, detail::counter_merge op) {
   const char* verb = op == detail::counter_merge::sum ? "merge" : "intersect";
   if (other.layout_ != layout_ || other.counter_bits_ != counter_bits_)
@@ -178,10 +183,7 @@ void counting_filter::merge(const counting_filter& other) {
 
 void counting_filter::intersect(const counting_filter& other) {
   // Keys both may hold: at most the smaller of the two counts of keys held.
-  const auto held = [](const counting_filter& f) {
-    return f.keys_added_ > f.keys_removed_ ? f.keys_added_ - f.keys_removed_ : 0;
-  };
-  const std::uint64_t common = std::min(held(*this), held(other));
+  const std::uint64_t common = std::min(keys_held(), other.keys_held());
   combine(other, detail::counter_merge::min);
   keys_added_ = common;
   keys_removed_ = 0;
@@ -229,10 +231,7 @@ filter counting_filter::projection() const {
   filter projected(layout_, opts, capacity_);
   std::uint32_t* const host = detail::filter_access::host_words(projected);
   impl_->project(host != nullptr ? host : projected.device_words());
-  // Its keys_added: the keys held, as far as the counts tell (unchecked
-  // removes of absent keys could make the difference negative).
-  const std::uint64_t held = keys_added_ > keys_removed_ ? keys_added_ - keys_removed_ : 0;
-  detail::filter_access::set_keys_added(projected, held);
+  detail::filter_access::set_keys_added(projected, keys_held());
   return projected;
 }
 

@@ -166,12 +166,7 @@ cuckoo_filter cuckoo_filter::copy_to(backend where, const options& opts) const {
   options target = opts;
   target.where = where;
   cuckoo_filter copy(layout_, target, capacity_, max_kicks_);
-  detail::copy_in_steps(
-      layout_.num_words(),
-      [this](std::uint64_t first, std::uint64_t count, std::uint32_t* out) { impl_->read_words(first, count, out); },
-      [&copy](std::uint64_t first, std::uint64_t count, const std::uint32_t* in) {
-        copy.impl_->write_words(first, count, in);
-      });
+  detail::copy_backend_words(*impl_, *copy.impl_, layout_.num_words());
   copy.impl_->set_totals(totals());
   return copy;
 }
@@ -241,12 +236,7 @@ std::uint64_t cuckoo_filter::verify_keys(const key_batch& keys, const bool* foun
   return detail::verify_answers(keys, found, [&](const key_batch& host_keys, bool* expected) {
     // The CPU twin with the portable probe.
     auto cpu = detail::make_cpu_cuckoo(layout_, max_kicks_, detail::scalar_twin_options(), nullptr);
-    detail::copy_in_steps(
-        layout_.num_words(),
-        [this](std::uint64_t first, std::uint64_t count, std::uint32_t* out) { impl_->read_words(first, count, out); },
-        [&cpu](std::uint64_t first, std::uint64_t count, const std::uint32_t* in) {
-          cpu->write_words(first, count, in);
-        });
+    detail::copy_backend_words(*impl_, *cpu, layout_.num_words());
     cpu->contains(host_keys, expected, {"verify_contains", nullptr, false});
   }).mismatches;
 }

@@ -100,12 +100,7 @@ filter filter::copy_to(backend where, const options& opts) const {
   options target = opts;
   target.where = where;
   filter copy(layout_, target, capacity_);
-  detail::copy_in_steps(
-      layout_.num_words(),
-      [this](std::uint64_t first, std::uint64_t count, std::uint32_t* out) { impl_->read_words(first, count, out); },
-      [&copy](std::uint64_t first, std::uint64_t count, const std::uint32_t* in) {
-        copy.impl_->write_words(first, count, in);
-      });
+  detail::copy_backend_words(*impl_, *copy.impl_, layout_.num_words());
   copy.keys_added_ = keys_added_;
   return copy;
 }
@@ -144,12 +139,7 @@ verify_report filter::verify_keys(const key_batch& keys, const bool* found) cons
   return detail::verify_answers(keys, found, [&](const key_batch& host_keys, bool* expected) {
     // The CPU twin: same layout, same bits, the scalar reference kernel.
     auto cpu = detail::make_cpu_bloom(layout_, detail::scalar_twin_options(), nullptr);
-    detail::copy_in_steps(
-        layout_.num_words(),
-        [this](std::uint64_t first, std::uint64_t count, std::uint32_t* out) { impl_->read_words(first, count, out); },
-        [&cpu](std::uint64_t first, std::uint64_t count, const std::uint32_t* in) {
-          cpu->write_words(first, count, in);
-        });
+    detail::copy_backend_words(*impl_, *cpu, layout_.num_words());
     cpu->contains(host_keys, expected, {"verify_contains", nullptr, false});
   });
 }

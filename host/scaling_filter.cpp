@@ -281,6 +281,25 @@ scaling_filter scaling_filter::create(const scaling_config& config, const option
   return scaling_filter(config, {first}, std::move(placed.impl), std::move(placed.description));
 }
 
+namespace {
+
+/// Copies every level's words from `from` into `to`, whose levels already exist, a
+/// staged slice at a time (copy_to, the CPU twin of verify).
+void copy_levels(const detail::scaling_backend& from, detail::scaling_backend& to,
+                 const std::vector<scaling_level>& levels) {
+  for (std::size_t i = 0; i < levels.size(); ++i)
+    detail::copy_in_steps(
+        levels[i].l.num_words(),
+        [&from, i](std::uint64_t first, std::uint64_t count, std::uint32_t* out) {
+          from.read_words(i, first, count, out);
+        },
+        [&to, i](std::uint64_t first, std::uint64_t count, const std::uint32_t* in) {
+          to.write_words(i, first, count, in);
+        });
+}
+
+}  // namespace
+
 scaling_filter scaling_filter::with_zeroed_levels(const scaling_config& config,
                                                   const std::vector<scaling_level>& levels,
                                                   const options& opts) {
@@ -316,15 +335,7 @@ scaling_filter scaling_filter::copy_to(backend where, const options& opts) const
   options target = opts;
   target.where = where;
   scaling_filter copy = with_zeroed_levels(config_, levels_, target);
-  for (std::size_t i = 0; i < levels_.size(); ++i)
-    detail::copy_in_steps(
-        levels_[i].l.num_words(),
-        [this, i](std::uint64_t first, std::uint64_t count, std::uint32_t* out) {
-          impl_->read_words(i, first, count, out);
-        },
-        [&copy, i](std::uint64_t first, std::uint64_t count, const std::uint32_t* in) {
-          copy.impl_->write_words(i, first, count, in);
-        });
+  copy_levels(*impl_, *copy.impl_, levels_);
   return copy;
 }
 
@@ -422,17 +433,8 @@ verify_report scaling_filter::verify_keys(const key_batch& keys, const bool* fou
   return detail::verify_answers(keys, found, [&](const key_batch& host_keys, bool* expected) {
     // The CPU twin of every level, probed with the scalar reference kernel.
     auto cpu = detail::make_cpu_scaling(config_.s, detail::scalar_twin_options(), nullptr);
-    for (std::size_t i = 0; i < levels_.size(); ++i) {
-      cpu->push_level(levels_[i].l);
-      detail::copy_in_steps(
-          levels_[i].l.num_words(),
-          [this, i](std::uint64_t first, std::uint64_t count, std::uint32_t* out) {
-            impl_->read_words(i, first, count, out);
-          },
-          [&cpu, i](std::uint64_t first, std::uint64_t count, const std::uint32_t* in) {
-            cpu->write_words(i, first, count, in);
-          });
-    }
+    for (const scaling_level& level : levels_) cpu->push_level(level.l);
+    copy_levels(*impl_, *cpu, levels_);
     cpu->contains(host_keys, expected, {"verify_contains", nullptr, false});
   });
 }

@@ -42,4 +42,13 @@ void copy_in_steps(std::uint64_t n, Read&& read, Write&& write) {
   }
 }
 
+/// copy_in_steps of the first `n` words of backend `from` into backend `to`
+/// (read_words / write_words of a slice: the plain and cuckoo backends).
+template <class From, class To>
+void copy_backend_words(const From& from, To& to, std::uint64_t n) {
+  copy_in_steps(
+      n, [&from](std::uint64_t first, std::uint64_t count, std::uint32_t* out) { from.read_words(first, count, out); },
+      [&to](std::uint64_t first, std::uint64_t count, const std::uint32_t* in) { to.write_words(first, count, in); });
+}
+
 }  // namespace gbf::detail

@@ -40,7 +40,6 @@ class span_sink final : public byte_sink {
  public:
   span_sink(std::uint8_t* out, std::size_t size) : out_(out), size_(size) {}
   void write(const std::uint8_t* data, std::size_t n) override;
-  std::size_t written() const noexcept { return written_; }
 
  private:
   std::uint8_t* out_;

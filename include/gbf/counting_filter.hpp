@@ -331,6 +331,8 @@ class counting_filter {
   void approximate_count_keys(const detail::key_batch& keys, std::uint8_t* counts,
                               const detail::call_options& call) const;
   void combine(const counting_filter& other, detail::counter_merge op);
+  /// keys_added - keys_removed, as far as the counts tell (0 when negative).
+  std::uint64_t keys_held() const noexcept;
   friend struct detail::filter_access;
 
   gbf::layout layout_;
