@@ -3,7 +3,8 @@
 // Exit codes: 0 success, 1 runtime failure, 2 usage error. Errors go to stderr
 // prefixed "gbf: ". SIGINT, SIGTERM, SIGHUP and SIGPIPE first remove the
 // process's named temporary and lock files, then end it as the signal would
-// (the shell reports 128 + the signal number: 130 for SIGINT, 143 for SIGTERM).
+// (the shell reports 128 + the signal number: 130 for SIGINT, 143 for SIGTERM),
+// except once the command's output file is in place (see on_fatal_signal).
 #include <CLI/CLI.hpp>
 
 #include <fcntl.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <functional>
 #include <new>
@@ -137,7 +139,30 @@ void add_output(CLI::App* cmd, filter_file& output, run_options& run) {
   add_wait_flag(cmd, run);
 }
 
+extern "C" void on_fatal_signal(int sig);
+
+void install_fatal_signal_handler(int sig) {
+  struct sigaction action {};
+  action.sa_handler = on_fatal_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESETHAND | SA_NODEFER;
+  sigaction(sig, &action, nullptr);
+}
+
+volatile std::sig_atomic_t signal_deferred = 0;
+
 extern "C" void on_fatal_signal(int sig) {
+  // Every command writes at most one file, as its last step. Once it is in
+  // place the work is done: ending now would report a failure for a write that
+  // happened, and a script that retries on 143 would add its keys to a
+  // counting filter twice. The command runs to its end instead (the
+  // directory's fsync, a summary line) and exits 0; a second signal ends it,
+  // except SIGPIPE: a reader of the summary that went away changes nothing.
+  if (gbf::any_save_committed() && (sig == SIGPIPE || signal_deferred == 0)) {
+    signal_deferred = 1;
+    install_fatal_signal_handler(sig);  // SA_RESETHAND took it away
+    return;
+  }
   gbf::remove_unfinished_files();
   // SA_RESETHAND restored the default action and SA_NODEFER leaves the signal
   // unblocked: raising it again ends the process as the signal would have.
@@ -150,11 +175,7 @@ void remove_temporary_files_on_signals() {
   for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) {
     struct sigaction old {};
     if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
-    struct sigaction action {};
-    action.sa_handler = on_fatal_signal;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESETHAND | SA_NODEFER;
-    sigaction(sig, &action, nullptr);
+    install_fatal_signal_handler(sig);
   }
 }
 

@@ -7,6 +7,10 @@
 // 16). A worker that spins briefly after its job picks the next one up at
 // once; a sleeping one is woken, and where it wakes late (a busy or idle-slow
 // core) the caller runs the parts nobody has started.
+//
+// Workers (named "gbf-worker" on Linux) block every signal sent to the
+// process, so an application's handlers run on its own threads, where it can
+// defer them.
 #pragma once
 
 #include <atomic>

@@ -71,6 +71,33 @@ std::string name_stem(const std::string& name) {
 
 std::string os_text(int err) { return std::strerror(err); }
 
+/// Blocks, for its lifetime, the signals the gbf command handles by removing
+/// this process's files (cli/gbf.cpp), so that creating or removing a lock
+/// file and registering or unregistering it happen as one step for them.
+class fatal_signals_blocked {
+ public:
+  fatal_signals_blocked() {
+    sigset_t fatal;
+    sigemptyset(&fatal);
+    for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) sigaddset(&fatal, sig);
+    ::pthread_sigmask(SIG_BLOCK, &fatal, &previous_);
+  }
+  ~fatal_signals_blocked() { ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+  fatal_signals_blocked(const fatal_signals_blocked&) = delete;
+  fatal_signals_blocked& operator=(const fatal_signals_blocked&) = delete;
+
+  /// The mask before the block: the one to wait under.
+  const sigset_t& previous() const { return previous_; }
+
+ private:
+  sigset_t previous_;
+};
+
+
+/// Set, with the fatal signals blocked, in the same step as a save's rename:
+/// from then on a handler knows the process's output is in place.
+std::atomic<bool> save_committed{false};
+
 // ---------------------------------------------------------------------------
 // Files a fatal signal must remove: fixed slots, so that the handler reads
 // them without allocating or locking. state: 0 free, 1 being filled, 2 armed.
@@ -324,10 +351,17 @@ void atomic_file_sink::commit() {
   const int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) fail("cannot close '" + temp_path_ + "'");
-  if (std::rename(temp_path_.c_str(), target_.c_str()) != 0)
-    fail("cannot rename '" + temp_path_ + "' to '" + target_ + "'");
-  committed_ = true;
-  unregister_cleanup(cleanup_slot_);
+  {
+    // One step for a signal handler: the file is in place exactly when
+    // any_save_committed() says so, and the temporary's name, renamed away,
+    // is no longer registered (another process may reuse it).
+    const fatal_signals_blocked blocked;
+    if (std::rename(temp_path_.c_str(), target_.c_str()) != 0)
+      fail("cannot rename '" + temp_path_ + "' to '" + target_ + "'");
+    committed_ = true;
+    save_committed.store(true, std::memory_order_relaxed);
+    unregister_cleanup(cleanup_slot_);
+  }
   sync_directory();
 }
 
@@ -355,31 +389,6 @@ void atomic_file_sink::sync_directory() const {
 // write_lock
 // ---------------------------------------------------------------------------
 
-namespace {
-
-/// Blocks, for its lifetime, the signals the gbf command handles by removing
-/// this process's files (cli/gbf.cpp), so that creating or removing a lock
-/// file and registering or unregistering it happen as one step for them.
-class fatal_signals_blocked {
- public:
-  fatal_signals_blocked() {
-    sigset_t fatal;
-    sigemptyset(&fatal);
-    for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) sigaddset(&fatal, sig);
-    ::pthread_sigmask(SIG_BLOCK, &fatal, &previous_);
-  }
-  ~fatal_signals_blocked() { ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
-  fatal_signals_blocked(const fatal_signals_blocked&) = delete;
-  fatal_signals_blocked& operator=(const fatal_signals_blocked&) = delete;
-
-  /// The mask before the block: the one to wait under.
-  const sigset_t& previous() const { return previous_; }
-
- private:
-  sigset_t previous_;
-};
-
-}  // namespace
 
 // Unlike a temporary's name, the lock file's is shared with other processes,
 // so it cannot be registered before it is ours; and a signal between its
@@ -451,6 +460,8 @@ write_lock::~write_lock() {
   unregister_cleanup(cleanup_slot_);
   ::close(fd_);
 }
+
+bool any_save_committed() noexcept { return save_committed.load(std::memory_order_relaxed); }
 
 void remove_unfinished_files() noexcept {
   for (cleanup_slot& slot : cleanup)

@@ -149,4 +149,7 @@ class write_lock {
 /// handler, which then lets the signal end the process.
 void remove_unfinished_files() noexcept;
 
+/// True once a commit() of this process has renamed its file into place. Async-signal-safe.
+bool any_save_committed() noexcept;
+
 }  // namespace gbf::detail

@@ -27,5 +27,6 @@ file_lock::file_lock(file_lock&&) noexcept = default;
 file_lock& file_lock::operator=(file_lock&&) noexcept = default;
 
 void remove_unfinished_files() noexcept { detail::remove_unfinished_files(); }
+bool any_save_committed() noexcept { return detail::any_save_committed(); }
 
 }  // namespace gbf

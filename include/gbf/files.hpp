@@ -56,4 +56,11 @@ class file_lock {
 /// which then lets the signal end the process. gbf installs no handlers itself.
 void remove_unfinished_files() noexcept;
 
+/// True once an atomic_file commit() of this process has renamed its file into
+/// place (set in one step with the rename, as far as signals go).
+/// Async-signal-safe: a handler that finds it true can let the process finish
+/// instead of ending it, so that a command whose output is written does not
+/// report failure (and a retry does not add its keys twice).
+bool any_save_committed() noexcept;
+
 }  // namespace gbf

@@ -14,6 +14,8 @@
 #include <vector>
 
 #if defined(__unix__)
+#include <pthread.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #endif
@@ -73,6 +75,35 @@ TEST(CpuThreadPool, RunTogetherRunsEveryPartOnceEachOnAThreadOfItsOwnAllAtOnce) 
     }
   }
 }
+
+#if defined(__unix__)
+// A signal sent to the process must find the application's threads, not a
+// worker: the gbf command blocks SIGINT/SIGTERM on its thread around a save's
+// rename, and a worker left able to take them ran the handler meanwhile.
+// Starting the workers leaves the caller's own mask as it was.
+TEST(CpuThreadPool, WorkersBlockTheSignalsSentToTheProcessAndLeaveTheCallersMask) {
+  sigset_t before;
+  ASSERT_EQ(::pthread_sigmask(SIG_SETMASK, nullptr, &before), 0);
+  thread_pool pool;
+  constexpr unsigned parts = 4;
+  std::vector<sigset_t> mask_of(parts);
+  team_barrier barrier(parts);
+  ASSERT_TRUE(pool.run_together(parts, [&](unsigned part) {
+    ::pthread_sigmask(SIG_SETMASK, nullptr, &mask_of[part]);
+    barrier.arrive_and_wait();
+  }));
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGUSR1, SIGALRM, SIGCHLD}) {
+    EXPECT_EQ(sigismember(&mask_of[0], sig), sigismember(&before, sig)) << "the caller's mask changed: " << sig;
+    for (unsigned part = 1; part < parts; ++part)
+      EXPECT_EQ(sigismember(&mask_of[part], sig), 1) << "worker of part " << part << " takes signal " << sig;
+  }
+  for (unsigned part = 1; part < parts; ++part)
+    EXPECT_EQ(sigismember(&mask_of[part], SIGSEGV), 0) << "a worker's own faults must still reach it";
+  sigset_t after;
+  ASSERT_EQ(::pthread_sigmask(SIG_SETMASK, nullptr, &after), 0);
+  for (const int sig : {SIGINT, SIGTERM, SIGUSR1}) EXPECT_EQ(sigismember(&after, sig), sigismember(&before, sig));
+}
+#endif
 
 // Run, every part runs exactly once, part 0 on the caller first; the others
 // on workers or, where a worker has not started when the caller is free, on
