@@ -100,6 +100,16 @@ __global__ void __launch_bounds__(block_threads)
     dst[i] = add_fields_saturating(dst[i], src[i], c);
 }
 
+// merge_kernel's operands are __restrict__; a filter added to itself takes
+// this one, which reads and writes each word through one pointer.
+__global__ void __launch_bounds__(block_threads)
+    double_kernel(std::uint32_t* counters, std::uint64_t n, std::uint32_t c) {
+  for (std::size_t i = first_index(); i < n; i += grid_stride()) {
+    const std::uint32_t word = counters[i];
+    counters[i] = add_fields_saturating(word, word, c);
+  }
+}
+
 __global__ void __launch_bounds__(block_threads)
     intersect_kernel(std::uint32_t* __restrict__ dst, const std::uint32_t* __restrict__ src,
                      std::uint64_t n, std::uint32_t c) {
@@ -170,6 +180,11 @@ void census(const std::uint32_t* counters, std::uint64_t num_counter_words,
 void merge(std::uint32_t* dst, const std::uint32_t* src, std::uint64_t num_counter_words,
            std::uint32_t counter_bits, cudaStream_t stream) {
   launch<merge_kernel>(num_counter_words, stream, dst, src, num_counter_words, counter_bits);
+}
+
+void double_counters(std::uint32_t* counters, std::uint64_t num_counter_words, std::uint32_t counter_bits,
+                     cudaStream_t stream) {
+  launch<double_kernel>(num_counter_words, stream, counters, num_counter_words, counter_bits);
 }
 
 void intersect(std::uint32_t* dst, const std::uint32_t* src, std::uint64_t num_counter_words,

@@ -78,9 +78,13 @@ void remove_checked(const layout& l, std::uint32_t counter_bits, std::uint32_t* 
 void census(const std::uint32_t* counters, std::uint64_t num_counter_words,
             std::uint32_t counter_bits, std::uint64_t* census, cudaStream_t stream);
 
-/// dst[i] = field-wise min(dst[i] + src[i], 2^c - 1) for i < num_counter_words.
+/// dst[i] = field-wise min(dst[i] + src[i], 2^c - 1) for i < num_counter_words (dst != src).
 void merge(std::uint32_t* dst, const std::uint32_t* src, std::uint64_t num_counter_words,
            std::uint32_t counter_bits, cudaStream_t stream);
+
+/// counters[i] = field-wise min(2 counters[i], 2^c - 1) for i < num_counter_words: x + x in place.
+void double_counters(std::uint32_t* counters, std::uint64_t num_counter_words, std::uint32_t counter_bits,
+                     cudaStream_t stream);
 
 /// dst[i] = field-wise min(dst[i], src[i]) for i < num_counter_words (dst != src).
 void intersect(std::uint32_t* dst, const std::uint32_t* src, std::uint64_t num_counter_words,

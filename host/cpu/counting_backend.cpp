@@ -137,7 +137,8 @@ class cpu_counting final : public counting_backend {
     const auto* cpu_other = dynamic_cast<const cpu_counting*>(&other);
     if (cpu_other == nullptr || cpu_other->layout_ != layout_ ||
         cpu_other->counter_bits_ != counter_bits_)
-      throw invalid_argument("merge needs another CPU counting filter of the same layout");
+      throw invalid_argument(std::string(op == counter_merge::sum ? "merge" : "intersect") +
+                             " needs another CPU counting filter of the same layout");
     if (cpu_other == this && op == counter_merge::min) return;  // min(x, x) = x
     // x + x reads each word before it writes it: no copy needed.
     merge_host(cpu_other->counters_.get(), op);

@@ -115,26 +115,22 @@ class gpu_counting final : public counting_backend {
   }
 
   void merge(const counting_backend& other, counter_merge op) override {
+    const char* const verb = op == counter_merge::sum ? "merge" : "intersect";
     const auto* gpu_other = dynamic_cast<const gpu_counting*>(&other);
     if (gpu_other == nullptr)
-      throw invalid_argument("merge: the other filter's counters are not on the GPU");
+      throw invalid_argument(std::string(verb) + ": the other filter's counters are not on the GPU");
     if (gpu_other->layout_ != layout_ || gpu_other->counter_bits_ != counter_bits_)
-      throw layout_mismatch("merge: the two counting filters have different layouts");
+      throw layout_mismatch(std::string(verb) + ": the two counting filters have different layouts");
     if (gpu_other->executor_.device() != executor_.device()) {
-      throw invalid_argument("merge: the filters are on different GPUs (device " +
+      throw invalid_argument(std::string(verb) + ": the filters are on different GPUs (device " +
                              std::to_string(executor_.device()) + " and device " +
                              std::to_string(gpu_other->executor_.device()) + ")");
     }
     if (gpu_other == this && op == counter_merge::min) return;  // min(x, x) = x
     if (gpu_other == this) {
-      // x + x: the merge kernel's __restrict__ operands must not alias, so it
-      // reads a copy (the counters' size once more, for the call).
-      const device_scope on_device(executor_.device());
-      device_buffer<std::uint32_t> copy(counters_.size());
+      // x + x in place: no second copy of the counters, as on the CPU.
       executor_.run_sync([&](cudaStream_t s) {
-        GBF_CUDA_TRY(cudaMemcpyAsync(copy.data(), counters_.data(), counters_.size_bytes(),
-                                     cudaMemcpyDeviceToDevice, s));
-        gpu::counting::merge(counters_.data(), copy.data(), counters_.size(), counter_bits_, s);
+        gpu::counting::double_counters(counters_.data(), counters_.size(), counter_bits_, s);
       });
       return;
     }

@@ -143,8 +143,41 @@ TEST_F(GpuCounting, DeviceKeysAndAsyncCallsMatchTheCpu) {
   ASSERT_EQ(cudaStreamDestroy(s), cudaSuccess);
 }
 
+// Checked removes share the filter's one scratch buffer. A small remove on one
+// stream, then a larger one on another (the scratch grows between them) with
+// no synchronization between: the second must wait for the first, so the
+// counters and refusals are those of the two removes in call order on the CPU.
+TEST_F(GpuCounting, AsyncRemovesOnTwoStreamsShareTheScratchInCallOrder) {
+  const auto keys = random_keys(300'000, 33);
+  const auto dkeys = test::to_device(keys);
+  counting_filter g = counting_filter::create(300'000, 0.01, on_gpu());
+  counting_filter h = counting_filter::create(300'000, 0.01, on_cpu());
+  g.add(keys.data(), keys.size());
+  h.add(keys.data(), keys.size());
+  cudaStream_t first = nullptr;
+  cudaStream_t second = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&first), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreate(&second), cudaSuccess);
+  detail::device_buffer<std::uint64_t> refused(2);
+  // Keys 0 .. 9,999 are removed by both: the second remove refuses them (or
+  // finds them through other keys' counters), as the CPU's second remove does.
+  g.remove_async(dkeys.data(), 10'000, first, refused.data());
+  g.remove_async(dkeys.data(), 250'000, second, refused.data() + 1);
+  g.synchronize();
+  const remove_report r1 = h.remove(keys.data(), 10'000);
+  const remove_report r2 = h.remove(keys.data(), 250'000);
+  EXPECT_EQ(g.counters(), h.counters());
+  const std::vector<std::uint64_t> got = test::to_host(refused.data(), 2);
+  EXPECT_EQ(got[0], r1.refused);
+  EXPECT_EQ(got[1], r2.refused);
+  EXPECT_GT(r2.refused, 0u) << "the test needs keys the second remove refuses";
+  ASSERT_EQ(cudaStreamDestroy(first), cudaSuccess);
+  ASSERT_EQ(cudaStreamDestroy(second), cudaSuccess);
+}
+
 // A counting filter merged with itself doubles its counters (saturating), as on
-// the CPU; the GPU merges from a copy, since its kernel's operands must not alias.
+// the CPU; the GPU doubles them in place (the merge kernel's operands must not
+// alias, so x + x has a kernel of its own).
 TEST_F(GpuCounting, MergeWithItselfDoublesTheCountersAsOnTheCpu) {
   for (const std::uint32_t counter_bits : {4u, 8u}) {
     counting_filter g(test::layout_of(8, 8, 2'001), on_gpu(), 0, counter_bits);
