@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import pickle
 from dataclasses import dataclass
-from typing import BinaryIO, Optional, Union
+from typing import BinaryIO, Optional, SupportsIndex, Type, Union
 
 from . import _core
 
@@ -269,13 +269,13 @@ class Filter(_core.FilterBase):
     def __deepcopy__(self, memo: dict) -> "Filter":
         return self.copy()
 
-    def __reduce_ex__(self, protocol: int):
+    def __reduce_ex__(self, protocol: SupportsIndex):
         # The native bytes (layout, bits, capacity, fpp, keys added) and the backend asked
         # for: a filter pickled on a GPU machine as "auto" unpickles on the CPU elsewhere.
         # Protocol 5 hands the bytes over as a PickleBuffer: with a buffer_callback (Dask's
         # transport) they travel out of band, uncopied.
         data = self._serialize()
-        return (_unpickle, (pickle.PickleBuffer(data) if protocol >= 5 else data, self.requested_backend,
+        return (_unpickle, (pickle.PickleBuffer(data) if int(protocol) >= 5 else data, self.requested_backend,
                             self.threads, type(self)))
 
     def __ior__(self, other: "Filter") -> "Filter":
@@ -317,7 +317,7 @@ def _capacity(capacity: Optional[int], why: str) -> int:
     return int(capacity)
 
 
-def _unpickle(data: bytes, backend: str, threads: int, cls: Optional[type] = None) -> Filter:
+def _unpickle(data: bytes, backend: str, threads: int, cls: Optional[Type[Filter]] = None) -> Filter:
     # cls: the pickled object's class (a subclass of Filter comes back as itself, as
     # copy() keeps it); pickles written before it was recorded have none.
     return (cls or Filter)._adopt(_core._deserialize(data, backend, threads))

@@ -23,7 +23,7 @@ import enum
 import os
 import pickle
 from dataclasses import dataclass
-from typing import Any, List, Optional, Tuple, Type, TypeVar, Union
+from typing import Any, List, Optional, SupportsIndex, Tuple, Type, TypeVar, Union
 
 import numpy as np
 
@@ -99,11 +99,11 @@ class _FileBacked:
     def __deepcopy__(self: _Kind, memo: dict) -> _Kind:
         return self.copy()
 
-    def __reduce_ex__(self, protocol: int):
+    def __reduce_ex__(self, protocol: SupportsIndex):
         # Protocol 5 hands the file bytes over as a PickleBuffer: with a buffer_callback
         # (Dask's transport) they travel out of band, uncopied.
         data = self.to_bytes()
-        return (_unpickle, (type(self), pickle.PickleBuffer(data) if protocol >= 5 else data,
+        return (_unpickle, (type(self), pickle.PickleBuffer(data) if int(protocol) >= 5 else data,
                             self.requested_backend, self.threads))  # type: ignore[attr-defined]
 
 

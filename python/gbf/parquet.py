@@ -216,21 +216,23 @@ def extract_filter(source: Source, column: str, row_group: Optional[int] = None,
         if not 0 <= row_group < len(groups):
             raise InvalidArgument(f"row_group={row_group}: {_name(source)} has {len(groups)} row groups "
                                   f"(0 to {len(groups) - 1})")
-        if groups[row_group].filter is None:
+        chosen = groups[row_group].filter
+        if chosen is None:
             raise InvalidArgument(f"{what}: row group {row_group} has no Bloom filter")
-        return groups[row_group].filter
-    missing = [g.row_group for g in groups if g.filter is None]
-    if missing:
+        return chosen
+    filters = [g.filter for g in groups if g.filter is not None]
+    if len(filters) < len(groups):
+        missing = [g.row_group for g in groups if g.filter is None]
         raise InvalidArgument(f"{what}: row groups {', '.join(map(str, missing))} have no Bloom filter, so "
                               "there is no union of all; pass row_group= for one that has")
-    sizes = {g.filter.layout.size_bytes for g in groups}
+    sizes = {f.layout.size_bytes for f in filters}
     if len(sizes) > 1:
-        listed = ", ".join(f"{g.row_group}: {g.filter.layout.size_bytes} bytes" for g in groups)
+        listed = ", ".join(f"{g.row_group}: {f.layout.size_bytes} bytes" for g, f in zip(groups, filters))
         raise InvalidArgument(f"{what}: the row groups' filters differ in size ({listed}), so they have no "
                               "union; pass row_group= to extract one")
-    union = groups[0].filter
-    for g in groups[1:]:
-        union.merge(g.filter)
+    union = filters[0]
+    for f in filters[1:]:
+        union.merge(f)
     return union
 
 
