@@ -42,7 +42,8 @@ class CudaError(Error, RuntimeError):
 
 
 class AllocationError(Error, MemoryError):
-    """A filter or staging buffer could not be allocated; `bytes` is the request."""
+    """A filter, staging buffer or packed key batch could not be allocated; `bytes` is the
+    request (0 when the failed allocation did not say its size)."""
 
     bytes: int = 0
 

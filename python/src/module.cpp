@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <new>
 
 #include "docstrings.hpp"
 #include "gbf/io.hpp"
@@ -100,6 +101,12 @@ void translate(const std::exception_ptr& p, void*) {
     PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
   } catch (const error& e) {
     raise("Error", e.what());
+  } catch (const std::bad_alloc&) {
+    // A host allocation of gbf's own (packing keys, a staging buffer) that the
+    // OS refused: the same class as the filter allocations it checks first, so
+    // that one except clause catches both (it is a MemoryError as well).
+    raise_with("AllocationError", "out of host memory: an allocation failed (std::bad_alloc)", "bytes",
+               std::uint64_t{0});
   }
 }
 

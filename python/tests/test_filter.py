@@ -83,6 +83,33 @@ def test_invalid_argument_is_a_value_error():
     assert issubclass(gbf.NoGPU, RuntimeError) and issubclass(gbf.AllocationError, MemoryError)
 
 
+def test_a_host_allocation_the_os_refuses_raises_allocation_error():
+    """Not only the filter arrays gbf checks before allocating: a batch of string keys
+    packed under an address-space limit fails in operator new, and that std::bad_alloc
+    is a gbf.AllocationError too (one except clause for both), the filter unchanged."""
+    import subprocess
+    import sys
+    import textwrap
+    script = textwrap.dedent("""
+        import resource, gbf
+        f = gbf.Filter(1000, backend="cpu")
+        keys = ["%020d" % i for i in range(2_000_000)]  # packing them takes 56 MB
+        with open("/proc/self/status") as status:
+            size = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
+        resource.setrlimit(resource.RLIMIT_AS, (size + (16 << 20), resource.RLIM_INFINITY))
+        try:
+            f.add(keys)
+        except gbf.AllocationError as e:
+            resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+            assert "bad_alloc" in str(e) and e.bytes == 0, (str(e), e.bytes)
+            assert f.stats().bits_set == 0
+            print("allocation error")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "allocation error"
+
+
 def test_gpu_backend_without_gpu_raises_no_gpu():
     available, why = gbf.gpu_status()
     if available:
