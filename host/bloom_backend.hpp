@@ -43,8 +43,11 @@ class bloom_backend {
   virtual void clear() = 0;
   /// this = this op other; `other` has the same kind and layout (checked by the caller).
   virtual void combine(const bloom_backend& other, set_op op) = 0;
-  /// this = this op words, `words` being num_words host words of the same layout.
-  virtual void combine_host(const std::uint32_t* words, set_op op) = 0;
+  /// Words [first, first + count) = themselves op words[0 .. count), host words of the
+  /// same layout: a slice at a time, so an operand on another backend is staged in
+  /// steps, never whole. `first` is a multiple of 4 (the GPU combines 16-byte vectors).
+  virtual void combine_host(std::uint64_t first, std::uint64_t count, const std::uint32_t* words,
+                            set_op op) = 0;
   /// Popcount of the bit array.
   virtual std::uint64_t popcount() const = 0;
   /// Copies the num_words words to host memory `out`.

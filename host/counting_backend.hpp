@@ -61,8 +61,10 @@ class counting_backend {
   /// this = op(this, other) counter-wise: sum (saturating) or min; `other` has the
   /// same kind, layout and counter width (checked by the caller).
   virtual void merge(const counting_backend& other, counter_merge op) = 0;
-  /// The same with num_counter_words host words of the same layout.
-  virtual void merge_host(const std::uint32_t* counters, counter_merge op) = 0;
+  /// The same for counter words [first, first + count) against `count` host counter
+  /// words of the same layout (a slice at a time, as bloom_backend::combine_host).
+  virtual void merge_host(std::uint64_t first, std::uint64_t count, const std::uint32_t* counters,
+                          counter_merge op) = 0;
   /// Nonzero and saturated counters.
   virtual counter_census census() const = 0;
   /// Copies the counter words to host memory `out`.

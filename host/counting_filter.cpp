@@ -168,8 +168,15 @@ void counting_filter::combine(const counting_filter& other, detail::counter_merg
   if (other.impl_->kind() == impl_->kind()) {
     impl_->merge(*other.impl_, op);
   } else {
-    const std::vector<std::uint32_t> words = other.counters();
-    impl_->merge_host(words.data(), op);
+    // Another backend: its counters come over in steps (as filter::combine).
+    detail::copy_in_steps(
+        num_counter_words(layout_, counter_bits_),
+        [&](std::uint64_t first, std::uint64_t count, std::uint32_t* out) {
+          other.impl_->read_counters(first, count, out);
+        },
+        [&](std::uint64_t first, std::uint64_t count, const std::uint32_t* in) {
+          impl_->merge_host(first, count, in, op);
+        });
   }
 }
 

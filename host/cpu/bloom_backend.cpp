@@ -326,12 +326,14 @@ class cpu_bloom final : public bloom_backend {
     const auto* cpu_other = dynamic_cast<const cpu_bloom*>(&other);
     if (cpu_other == nullptr || cpu_other->layout_ != layout_)
       throw invalid_argument("combine needs another CPU filter of the same layout");
-    combine_host(cpu_other->words_.get(), op);
+    combine_host(0, layout_.num_words(), cpu_other->words_.get(), op);
   }
 
-  void combine_host(const std::uint32_t* other, set_op op) override {
-    std::uint32_t* const words = words_.get();
-    cpu::run_in_parts(word_parts(), layout_.num_words(),
+  void combine_host(std::uint64_t first, std::uint64_t count, const std::uint32_t* other_words,
+                    set_op op) override {
+    std::uint32_t* const words = words_.get() + first;
+    const std::uint32_t* const other = other_words;
+    cpu::run_in_parts(word_parts(), count,
                       [words, other, op](unsigned, std::uint64_t begin, std::uint64_t end) {
                         switch (op) {
                           case set_op::union_or:

@@ -141,13 +141,15 @@ class cpu_counting final : public counting_backend {
                              " needs another CPU counting filter of the same layout");
     if (cpu_other == this && op == counter_merge::min) return;  // min(x, x) = x
     // x + x reads each word before it writes it: no copy needed.
-    merge_host(cpu_other->counters_.get(), op);
+    merge_host(0, num_counter_words(layout_, counter_bits_), cpu_other->counters_.get(), op);
   }
 
-  void merge_host(const std::uint32_t* other, counter_merge op) override {
-    std::uint32_t* const counters = counters_.get();
+  void merge_host(std::uint64_t first, std::uint64_t count, const std::uint32_t* other_counters,
+                  counter_merge op) override {
+    std::uint32_t* const counters = counters_.get() + first;
+    const std::uint32_t* const other = other_counters;
     const std::uint32_t c = counter_bits_;
-    cpu::run_in_parts(word_parts(), num_counter_words(layout_, c),
+    cpu::run_in_parts(word_parts(), count,
                       [counters, other, c, op](unsigned, std::uint64_t begin, std::uint64_t end) {
                         if (op == counter_merge::sum) {
                           for (std::uint64_t i = begin; i < end; ++i)
@@ -157,7 +159,8 @@ class cpu_counting final : public counting_backend {
                             counters[i] = min_fields(counters[i], other[i], c);
                         }
                       });
-    derive_projection(projection_->host_words(), 0, layout_.num_words());
+    // The plain words the slice touches (as write_counters).
+    derive_projection(projection_->host_words(), first / c, (first + count + c - 1) / c);
   }
 
   counter_census census() const override {

@@ -118,13 +118,17 @@ class gpu_bloom final : public bloom_backend {
     });
   }
 
-  void combine_host(const std::uint32_t* words, set_op op) override {
+  void combine_host(std::uint64_t first, std::uint64_t count, const std::uint32_t* words,
+                    set_op op) override {
+    if (first % 4 != 0)
+      throw invalid_argument("combine_host: first word " + std::to_string(first) +
+                             " is not a multiple of 4 (the kernel combines 16-byte vectors)");
+    if (count == 0) return;
     const device_scope on_device(executor_.device());
-    device_buffer<std::uint32_t> staged(layout_.num_words());
+    device_buffer<std::uint32_t> staged(count);
     executor_.run_sync([&](cudaStream_t s) {
-      GBF_CUDA_TRY(cudaMemcpyAsync(staged.data(), words, staged.size_bytes(),
-                                   cudaMemcpyHostToDevice, s));
-      gpu::combine_words(words_.data(), staged.data(), layout_.num_words(), to_word_op(op), s);
+      GBF_CUDA_TRY(cudaMemcpyAsync(staged.data(), words, staged.size_bytes(), cudaMemcpyHostToDevice, s));
+      gpu::combine_words(words_.data() + first, staged.data(), count, to_word_op(op), s);
     });
   }
 

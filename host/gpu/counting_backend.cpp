@@ -136,17 +136,18 @@ class gpu_counting final : public counting_backend {
     }
     executor_.run_sync([&](cudaStream_t s) {
       gpu_other->executor_.wait_for_async(s);
-      combine(gpu_other->counters_.data(), op, s);
+      combine(0, counters_.size(), gpu_other->counters_.data(), op, s);
     });
   }
 
-  void merge_host(const std::uint32_t* counters, counter_merge op) override {
+  void merge_host(std::uint64_t first, std::uint64_t count, const std::uint32_t* counters,
+                  counter_merge op) override {
+    if (count == 0) return;
     const device_scope on_device(executor_.device());
-    device_buffer<std::uint32_t> staged(counters_.size());
+    device_buffer<std::uint32_t> staged(count);
     executor_.run_sync([&](cudaStream_t s) {
-      GBF_CUDA_TRY(cudaMemcpyAsync(staged.data(), counters, staged.size_bytes(),
-                                   cudaMemcpyHostToDevice, s));
-      combine(staged.data(), op, s);
+      GBF_CUDA_TRY(cudaMemcpyAsync(staged.data(), counters, staged.size_bytes(), cudaMemcpyHostToDevice, s));
+      combine(first, count, staged.data(), op, s);
     });
   }
 
@@ -206,11 +207,13 @@ class gpu_counting final : public counting_backend {
 
  private:
   /// counters_ = op(counters_, other) on stream s; `other` is another device array.
-  void combine(const std::uint32_t* other, counter_merge op, cudaStream_t s) {
+  /// Counter words [first, first + count) = op(themselves, other[0 .. count)).
+  void combine(std::uint64_t first, std::uint64_t count, const std::uint32_t* other, counter_merge op,
+               cudaStream_t s) {
     if (op == counter_merge::sum)
-      gpu::counting::merge(counters_.data(), other, counters_.size(), counter_bits_, s);
+      gpu::counting::merge(counters_.data() + first, other, count, counter_bits_, s);
     else
-      gpu::counting::intersect(counters_.data(), other, counters_.size(), counter_bits_, s);
+      gpu::counting::intersect(counters_.data() + first, other, count, counter_bits_, s);
   }
 
   void probe(const chunk_work& work) const {

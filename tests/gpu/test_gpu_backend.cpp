@@ -275,7 +275,12 @@ TEST_F(GpuBackend, CombineMatchesCpu) {
     sync_add(*gpu_c, host_batch(a_keys.data(), a_keys.size()));
     cpu_a->combine(*cpu_b, op);
     gpu_a->combine(*gpu_b, op);
-    gpu_c->combine_host(words_of(*gpu_b, l).data(), op);
+    // In three slices, the middle one starting past the first vector.
+    const std::vector<std::uint32_t> b_words = words_of(*gpu_b, l);
+    const std::uint64_t cut1 = 4, cut2 = (l.num_words() / 2) & ~std::uint64_t{3};
+    gpu_c->combine_host(0, cut1, b_words.data(), op);
+    gpu_c->combine_host(cut1, cut2 - cut1, b_words.data() + cut1, op);
+    gpu_c->combine_host(cut2, l.num_words() - cut2, b_words.data() + cut2, op);
     EXPECT_EQ(words_of(*gpu_a, l), words_of(*cpu_a, l));
     EXPECT_EQ(words_of(*gpu_c, l), words_of(*cpu_a, l));
     EXPECT_EQ(gpu_a->popcount(), cpu_a->popcount());
@@ -292,11 +297,13 @@ TEST_F(GpuBackend, CombineHandlesWordCountsNotMultipleOfFour) {
   auto gpu = gpu_backend(l);
   sync_add(*cpu, host_batch(keys.data(), keys.size()));
   std::vector<std::uint32_t> ones(l.num_words(), 0xffffffffu);
-  gpu->combine_host(ones.data(), set_op::union_or);
+  const std::uint64_t n = l.num_words();
+  gpu->combine_host(0, n, ones.data(), set_op::union_or);
   EXPECT_EQ(gpu->popcount(), l.num_bits());
-  gpu->combine_host(words_of(*cpu, l).data(), set_op::intersect_and);
+  gpu->combine_host(0, n, words_of(*cpu, l).data(), set_op::intersect_and);
   EXPECT_EQ(words_of(*gpu, l), words_of(*cpu, l));
-  gpu->combine_host(ones.data(), set_op::symmetric_xor);  // the complement, tail words too
+  EXPECT_THROW(gpu->combine_host(2, 4, ones.data(), set_op::union_or), invalid_argument);  // not a vector start
+  gpu->combine_host(0, n, ones.data(), set_op::symmetric_xor);  // the complement, tail words too
   std::vector<std::uint32_t> complement = words_of(*cpu, l);
   for (std::uint32_t& w : complement) w = ~w;
   EXPECT_EQ(words_of(*gpu, l), complement);

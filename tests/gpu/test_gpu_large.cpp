@@ -102,9 +102,17 @@ TEST_F(GpuLarge, CountingIntersectAndSelfMergeOverManyStepsMatchTheCpu) {
   b.add(keys.data() + 50'000, 100'000);
   counting_filter ca = a.copy_to(backend::cpu);
   const counting_filter cb = b.copy_to(backend::cpu);
+  // Across backends the operand comes over a step at a time, both ways.
+  counting_filter cpu_with_gpu_operand = a.copy_to(backend::cpu);
+  counting_filter gpu_with_cpu_operand = a.copy_to(backend::gpu);
+  cpu_with_gpu_operand.intersect(b);
+  gpu_with_cpu_operand.intersect(cb);
   a.intersect(b);
   ca.intersect(cb);
   EXPECT_EQ(a.counters(), ca.counters());
+  EXPECT_EQ(cpu_with_gpu_operand.counters(), ca.counters());
+  EXPECT_EQ(cpu_with_gpu_operand.projection().words(), ca.projection().words());
+  EXPECT_EQ(gpu_with_cpu_operand.counters(), ca.counters());
   a.merge(a);
   ca.merge(ca);
   EXPECT_EQ(a.counters(), ca.counters()) << "x + x in place";
@@ -176,8 +184,13 @@ TEST_F(GpuLarge, SymmetricDifferenceOfGpuFiltersMatchesTheCpu) {
   ca.symmetric_difference(cb);
   EXPECT_EQ(a.words(), ca.words());
   EXPECT_EQ(a.stats().keys_added, 0u);
-  a.symmetric_difference(cb);  // a CPU operand
+  a.symmetric_difference(cb);  // a CPU operand, a step at a time
   EXPECT_EQ(a.words(), before);
+  std::vector<std::uint32_t> expected = ca.words();
+  const std::vector<std::uint32_t> b_words = b.words();
+  for (std::size_t i = 0; i < expected.size(); ++i) expected[i] |= b_words[i];
+  ca.merge(b);  // a CPU filter, a GPU operand, a step at a time
+  EXPECT_EQ(ca.words(), expected);
 }
 
 // ---------------------------------------------------------------------------

@@ -723,6 +723,8 @@ TEST(CpuBackend, BlockOwnerBoundsAgreeWithTheOwnerOfEveryBlock) {
   }
 }
 
+// combine_host takes a slice at a time (an operand on another backend comes
+// over in steps): three slices give the whole array's AND.
 TEST(CpuBackend, CombineIsWordwiseOrAndAnd) {
   const layout l = with_blocks(layout{}, 777);
   const auto a_keys = random_keys<std::uint64_t>(3000, 40);
@@ -739,7 +741,10 @@ TEST(CpuBackend, CombineIsWordwiseOrAndAnd) {
   merged->combine(*b, set_op::union_or);
   auto intersected = make(l, cpu_simd::automatic, 1);
   intersected->write_words(a_words.data());
-  intersected->combine_host(b_words.data(), set_op::intersect_and);
+  const std::uint64_t cut1 = 4, cut2 = 1'000;
+  intersected->combine_host(0, cut1, b_words.data(), set_op::intersect_and);
+  intersected->combine_host(cut1, cut2 - cut1, b_words.data() + cut1, set_op::intersect_and);
+  intersected->combine_host(cut2, l.num_words() - cut2, b_words.data() + cut2, set_op::intersect_and);
 
   const auto or_words = words_of(*merged, l);
   const auto and_words = words_of(*intersected, l);
@@ -911,7 +916,7 @@ TEST(CpuBackend, HugePageArraysBehaveLikeHeapArraysAroundThe2MiBBoundary) {
     std::vector<std::uint32_t> words = words_of(*heap, l);
     words.back() = 0xffffffffu;
     mapped->write_words(words.data());
-    heap->combine_host(words.data(), set_op::union_or);
+    heap->combine_host(0, words.size(), words.data(), set_op::union_or);
     EXPECT_EQ(words_of(*mapped, l), words_of(*heap, l)) << name_of(l);
     EXPECT_EQ(mapped->popcount(), heap->popcount());
     mapped->clear();
