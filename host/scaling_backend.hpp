@@ -78,6 +78,8 @@ class scaling_backend {
   virtual backend kind() const noexcept = 0;
   /// Appends an empty level of layout `l` (the chain's W, k and seed).
   virtual void push_level(const layout& l) = 0;
+  /// Removes the newest level: undoes push_level for a merge that cannot finish.
+  virtual void pop_level() noexcept = 0;
 
   /// Runs fill over the batch, piece by piece in batch order, updating `levels`;
   /// is_new (may be null) in keys.space. Synchronous. Returns the keys inserted.
@@ -102,8 +104,10 @@ class scaling_backend {
   /// caller checks the range).
   virtual void write_words(std::size_t level, std::uint64_t first, std::uint64_t count,
                            const std::uint32_t* in) = 0;
-  /// Level `level` |= host words `in`.
-  virtual void or_words(std::size_t level, const std::uint32_t* in) = 0;
+  /// Words [first, first + count) of level `level` |= host words `in` (the caller
+  /// checks the range; `first` a multiple of 4, as bloom_backend::combine_host).
+  virtual void or_words(std::size_t level, std::uint64_t first, std::uint64_t count,
+                        const std::uint32_t* in) = 0;
 
   /// A trial for a non-scaling add: the newest level is replaced by a copy of itself,
   /// the original kept aside untouched. end_trial(true) keeps the copy (and its new

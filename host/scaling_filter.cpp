@@ -465,18 +465,42 @@ void scaling_filter::merge(const scaling_filter& other) {
                             "are at most half full, or add the keys of one to the other)",
                         0, levels_[i].capacity - levels_[i].keys);
   }
-  std::vector<std::vector<std::uint32_t>> theirs;
-  for (std::size_t i = 0; i < other.levels_.size(); ++i) theirs.push_back(other.level_words(i));
-  for (std::size_t i = 0; i < other.levels_.size(); ++i) {
-    if (i < common) {
-      impl_->or_words(i, theirs[i].data());
-      levels_[i].keys += other.levels_[i].keys;
-    } else {
-      impl_->push_level(other.levels_[i].l);
-      impl_->write_words(i, 0, other.levels_[i].l.num_words(), theirs[i].data());
-      levels_.push_back(other.levels_[i]);
+  // The other chain's words come over a step at a time through one staging
+  // buffer (no copy of a whole level). Everything that allocates comes first:
+  // the staging, then the levels only `other` has, filled and dropped again if
+  // one cannot be made, so a merge that fails for memory leaves this chain as
+  // it was; the ORs into the common levels then allocate nothing on the host.
+  std::uint64_t most_words = 0;
+  for (const scaling_level& level : other.levels_) most_words = std::max(most_words, level.l.num_words());
+  std::vector<std::uint32_t> staging(static_cast<std::size_t>(std::min(detail::staging_words, most_words)));
+  const auto for_each_step = [&](std::size_t level, const auto& apply) {
+    const std::uint64_t n = other.levels_[level].l.num_words();
+    for (std::uint64_t first = 0; first < n; first += detail::staging_words) {
+      const std::uint64_t count = std::min(detail::staging_words, n - first);
+      other.impl_->read_words(level, first, count, staging.data());
+      apply(first, count, static_cast<const std::uint32_t*>(staging.data()));
     }
+  };
+  std::size_t pushed = 0;
+  try {
+    for (std::size_t i = common; i < other.levels_.size(); ++i) {
+      impl_->push_level(other.levels_[i].l);
+      ++pushed;
+      for_each_step(i, [&](std::uint64_t first, std::uint64_t count, const std::uint32_t* in) {
+        impl_->write_words(i, first, count, in);
+      });
+    }
+  } catch (...) {
+    for (; pushed > 0; --pushed) impl_->pop_level();
+    throw;
   }
+  for (std::size_t i = 0; i < common; ++i) {
+    for_each_step(i, [&](std::uint64_t first, std::uint64_t count, const std::uint32_t* in) {
+      impl_->or_words(i, first, count, in);
+    });
+    levels_[i].keys += other.levels_[i].keys;
+  }
+  for (std::size_t i = common; i < other.levels_.size(); ++i) levels_.push_back(other.levels_[i]);
 }
 
 scaling_stats scaling_filter::stats() const {

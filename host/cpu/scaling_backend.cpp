@@ -77,6 +77,11 @@ class cpu_scaling final : public scaling_backend {
     views_.push_back({levels_.back().words.get(), l.num_blocks});
   }
 
+  void pop_level() noexcept override {
+    views_.pop_back();
+    levels_.pop_back();
+  }
+
   std::uint64_t add(const key_batch& keys, bool* is_new, const call_options& call,
                     const scaling_config& config, std::vector<scaling_level>& levels) override {
     require_sync(call);
@@ -131,10 +136,11 @@ class cpu_scaling final : public scaling_backend {
     std::memcpy(levels_.at(level).words.get() + first, in, count * sizeof(std::uint32_t));
   }
 
-  void or_words(std::size_t level, const std::uint32_t* in) override {
+  void or_words(std::size_t level, std::uint64_t first, std::uint64_t count,
+                const std::uint32_t* in) override {
     level_memory& m = levels_.at(level);
-    std::uint32_t* const words = m.words.get();
-    cpu::run_in_parts(word_parts(m.l), m.l.num_words(),
+    std::uint32_t* const words = m.words.get() + first;
+    cpu::run_in_parts(word_parts(m.l), count,
                       [words, in](unsigned, std::uint64_t begin, std::uint64_t end) {
                         for (std::uint64_t i = begin; i < end; ++i) words[i] |= in[i];
                       });

@@ -97,6 +97,10 @@ class gpu_scaling final : public scaling_backend {
     executor_.run_sync([&](cudaStream_t s) { append_level(l, s); });
   }
 
+  // The chain's level count is levels_.size() (chain_now): the dropped level's
+  // entry in device_refs_ is no longer read, and the next push overwrites it.
+  void pop_level() noexcept override { levels_.pop_back(); }
+
   std::uint64_t add(const key_batch& keys, bool* is_new, const call_options& call,
                     const scaling_config& config, std::vector<scaling_level>& levels) override {
     key_call c = call_of(call);
@@ -169,13 +173,18 @@ class gpu_scaling final : public scaling_backend {
     });
   }
 
-  void or_words(std::size_t level, const std::uint32_t* in) override {
+  void or_words(std::size_t level, std::uint64_t first, std::uint64_t count,
+                const std::uint32_t* in) override {
+    if (first % 4 != 0)
+      throw invalid_argument("or_words: first word " + std::to_string(first) +
+                             " is not a multiple of 4 (the kernel combines 16-byte vectors)");
+    if (count == 0) return;
     level_memory& m = levels_.at(level);
     const device_scope on_device(executor_.device());
-    device_buffer<std::uint32_t> staged(m.l.num_words());
+    device_buffer<std::uint32_t> staged(count);
     executor_.run_sync([&](cudaStream_t s) {
       GBF_CUDA_TRY(cudaMemcpyAsync(staged.data(), in, staged.size_bytes(), cudaMemcpyHostToDevice, s));
-      gpu::combine_words(m.words.data(), staged.data(), m.l.num_words(), gpu::word_op::bit_or, s);
+      gpu::combine_words(m.words.data() + first, staged.data(), count, gpu::word_op::bit_or, s);
     });
   }
 

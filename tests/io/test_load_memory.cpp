@@ -2,7 +2,7 @@
 // copy of the file's array: each kind's load is run under an address-space
 // limit of what the filter itself takes plus half its payload. And the staged
 // copies behind loads, saves and copy_to keep every word of arrays of many
-// 4 MiB steps.
+// 4 MiB steps; a chain merge stages the other chain the same way.
 #include <gtest/gtest.h>
 #include <malloc.h>
 #include <sys/resource.h>
@@ -220,6 +220,77 @@ TEST(StagedCopy, AScalingChainOfManyStepsKeepsEveryLevel) {
   EXPECT_THROW(f.copy_level_words(1, level1.size() - 999, 1'000, slice.data()), invalid_argument);
   EXPECT_THROW(f.copy_level_words(2, 0, 1, slice.data()), invalid_argument);
   EXPECT_THROW(f.copy_level_words(0, 0, 1, nullptr), invalid_argument);
+}
+
+// A merge brings the other chain's words over a step at a time: the levels
+// only it has, made here, and one 4 MiB staging buffer are all the memory it
+// takes (it used to copy every level of the other chain first). And a level
+// that cannot be made leaves this chain as it was: the levels already made for
+// the merge are dropped again before anything is ORed.
+class ChainMerge : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    scaling_policy policy;
+    policy.expansion = 8;  // levels of about 0.2, 1.5 and 12.9 MB
+    other_ = std::make_unique<scaling_filter>(scaling_filter::create(100'000, 0.01, policy, one_thread()));
+    const auto keys = random_keys<std::uint64_t>(1'000'000, 9);
+    other_->add(keys.data(), keys.size());
+    ASSERT_EQ(other_->levels().size(), 3u);
+    // Only an empty level 0 can take another chain's full one.
+    chain_ = std::make_unique<scaling_filter>(scaling_filter::create(100'000, 0.01, policy, one_thread()));
+    ::malloc_trim(0);
+    if (address_space_bytes() == 0) GTEST_SKIP() << "no VmSize in /proc/self/status";
+  }
+
+  /// Runs chain_->merge(*other_) under an address-space limit of `room` bytes
+  /// more than the process maps now; what it threw ("" when nothing).
+  std::string merge_with_room(std::uint64_t room) {
+    rlimit saved{};
+    if (::getrlimit(RLIMIT_AS, &saved) != 0) return "getrlimit failed";
+    rlimit capped = saved;
+    capped.rlim_cur = address_space_bytes() + room;
+    if (saved.rlim_cur != RLIM_INFINITY && saved.rlim_cur < capped.rlim_cur) return "already limited";
+    if (::setrlimit(RLIMIT_AS, &capped) != 0) return "setrlimit failed";
+    std::string failure;
+    try {
+      chain_->merge(*other_);
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+    ::setrlimit(RLIMIT_AS, &saved);
+    return failure;
+  }
+
+  std::uint64_t level_bytes(std::size_t level) const { return other_->levels()[level].l.size_bytes(); }
+
+  std::unique_ptr<scaling_filter> other_;
+  std::unique_ptr<scaling_filter> chain_;
+};
+
+constexpr std::uint64_t staging_bytes = std::uint64_t{4} << 20;
+// A level of 2 MiB or more maps whole huge pages, plus one while it aligns.
+constexpr std::uint64_t slack_bytes = std::uint64_t{6} << 20;
+
+TEST_F(ChainMerge, TakesTheNewLevelsAndOneStagingBufferNoCopyOfTheOtherChain) {
+  // A copy of the other chain's levels first would need another 14.6 MB.
+  EXPECT_EQ(merge_with_room(level_bytes(1) + level_bytes(2) + staging_bytes + slack_bytes), "");
+  ASSERT_EQ(chain_->levels().size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(chain_->level_words(i), other_->level_words(i)) << "level " << i;
+    EXPECT_EQ(chain_->levels()[i].keys, other_->levels()[i].keys) << "level " << i;
+  }
+}
+
+TEST_F(ChainMerge, ALevelThatCannotBeMadeLeavesTheChainAsItWas) {
+  const std::string failure = merge_with_room(level_bytes(1) + staging_bytes + slack_bytes);
+  EXPECT_NE(failure, "") << "level 2 (" << level_bytes(2) << " bytes) fit after all";
+  ASSERT_EQ(chain_->levels().size(), 1u) << failure;
+  EXPECT_EQ(chain_->keys_inserted(), 0u);
+  for (const std::uint32_t word : chain_->level_words(0)) ASSERT_EQ(word, 0u) << "a failed merge ORed level 0";
+  // Nothing is left half-made: the same merge with room succeeds.
+  chain_->merge(*other_);
+  ASSERT_EQ(chain_->levels().size(), 3u);
+  EXPECT_EQ(chain_->level_words(2), other_->level_words(2));
 }
 
 }  // namespace
