@@ -13,6 +13,10 @@
 #include <cstring>
 #include <new>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "cli/text.hpp"
 #include "gbf/error.hpp"
 
@@ -281,9 +285,107 @@ binary_spec npy_spec(const std::string& path, std::FILE* f) {
 // Text: one key per line
 // ---------------------------------------------------------------------------
 
-// Lines are cut from a fixed read buffer and appended straight to the chunk:
+/// Bit i set where block[i] is '\n', for the 64 bytes at `block`.
+inline std::uint64_t newline_bits(const char* block) {
+#if defined(__SSE2__)
+  const __m128i newline = _mm_set1_epi8('\n');
+  std::uint64_t bits = 0;
+  for (int i = 0; i < 4; ++i) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 16 * i));
+    bits |= std::uint64_t{static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, newline)))} << (16 * i);
+  }
+  return bits;
+#else
+  // Eight bytes at a time: the high bit of each byte equal to '\n' (exactly: no
+  // carry crosses a byte), then those 8 bits gathered into the top byte by a multiply.
+  constexpr std::uint64_t ones = 0x0101010101010101, high = 0x8080808080808080, low = ~high;
+  std::uint64_t bits = 0;
+  for (int i = 0; i < 8; ++i) {
+    std::uint64_t word;
+    std::memcpy(&word, block + 8 * i, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    word = __builtin_bswap64(word);  // byte 0 in the low bits
+#endif
+    const std::uint64_t x = word ^ (ones * '\n');
+    const std::uint64_t found = ~(((x & low) + low) | x) & high;
+    bits |= ((found >> 7) * 0x0102040810204080 >> 56) << (8 * i);
+  }
+  return bits;
+#endif
+}
+
+/// The low `n` bits set (all 64 from n = 64 on).
+inline std::uint64_t low_bits(std::size_t n) { return n >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1; }
+
+/// Bytes past the end that copy_overrunning may read and write.
+constexpr std::size_t copy_overrun = 32;
+
+/// Copies `n` bytes in 32-byte steps, so reads and writes up to 32 bytes past the
+/// ends (the bytes written past are overwritten by the next key or cut off).
+inline void copy_overrunning(char* to, const char* from, std::size_t n) {
+  std::memcpy(to, from, copy_overrun);
+  for (std::size_t i = copy_overrun; i < n; i += copy_overrun) std::memcpy(to + i, from + i, copy_overrun);
+}
+
+/// Copies the keys of the lines whole in a read buffer to a chunk's text_data.
+struct line_scan {
+  const char* line;       ///< The next line's first byte.
+  const char* end;        ///< The end of the bytes read; 64 bytes past it may be read.
+  const char* last_line;  ///< The last line copied.
+  const char* text;       ///< text_data's first byte: offsets count from it.
+  char* to;               ///< Where the next key goes.
+  const char* text_end;   ///< The end of text_data: a key and its overrun must end before.
+  std::ptrdiff_t left;    ///< Key and offset bytes the chunk may still take (has_room).
+
+  /// Copies at most `most` keys while `left` is positive, writing where each ends
+  /// to `offsets`; stops before a line with no '\n' before `end` or with no room
+  /// before `text_end`. Returns how many.
+  std::size_t copy_lines(std::int64_t* offsets, std::size_t most) {
+    // In locals: the key bytes stored through `to` could alias the members.
+    const char* next = line;
+    const char* previous = last_line;
+    char* key = to;
+    std::ptrdiff_t room = left;
+    std::size_t taken = 0;
+    const char* block = next;  // newline bits of 64 bytes from here, those not yet passed
+    std::uint64_t newlines = newline_bits(block) & low_bits(static_cast<std::size_t>(end - block));
+    while (taken < most && room > 0) {
+      while (newlines == 0 && block + 64 < end) {
+        block += 64;
+        newlines = newline_bits(block) & low_bits(static_cast<std::size_t>(end - block));
+      }
+      if (newlines == 0) break;  // the rest of the buffer is part of a line
+      const char* const newline = block + __builtin_ctzll(newlines);
+      newlines &= newlines - 1;
+      std::size_t n = static_cast<std::size_t>(newline - next);
+      if (static_cast<std::size_t>(text_end - key) < n + copy_overrun) break;
+      copy_overrunning(key, next, n);
+      if (n > 0 && next[n - 1] == '\r') --n;  // a '\r' before the '\n' is not part of the key
+      key += n;
+      offsets[taken++] = key - text;
+      room -= static_cast<std::ptrdiff_t>(n + sizeof(std::int64_t));
+      previous = next;
+      next = newline + 1;
+    }
+    line = next;
+    last_line = previous;
+    to = key;
+    left = room;
+    return taken;
+  }
+};
+
+// Lines are cut from a fixed read buffer and copied straight into the chunk:
 // memory is the chunk (at most about max_text_chunk_bytes plus one key of at
 // most max_text_key_bytes) and the buffer, whatever the lines' lengths.
+//
+// The lines whole in the buffer go in bulk (take_lines: the newlines of 64 bytes
+// at a time as a bit mask, each key copied in 32-byte steps, the offsets written
+// in batches), about 2x faster than a memchr, string append and push_back per
+// line for 8-24 byte keys. Only into the capacity the chunk has: the line that
+// needs more, and a line crossing the buffer's end, go one by one through
+// append_line and push_back, which grow the chunk as they always did (the same
+// capacities, the same allocation failures).
 class text_reader final : public key_reader {
  public:
   text_reader(std::string path, file_ptr file)
@@ -294,9 +396,9 @@ class text_reader final : public key_reader {
     chunk.text_data.clear();
     chunk.offsets.assign(1, 0);
     try {
-      while (chunk.offsets.size() <= max_keys &&
-             chunk.text_data.size() + chunk.offsets.size() * sizeof(std::int64_t) < max_text_chunk_bytes) {
-        if (!append_line(chunk.text_data)) break;
+      while (has_room(chunk, max_keys)) {
+        take_lines(chunk, max_keys);
+        if (!has_room(chunk, max_keys) || !append_line(chunk.text_data)) break;
         chunk.offsets.push_back(static_cast<std::int64_t>(chunk.text_data.size()));
       }
     } catch (const std::bad_alloc&) {
@@ -331,6 +433,49 @@ class text_reader final : public key_reader {
   key_type type() const override { return key_type::text; }
 
  private:
+  /// Whether `chunk` takes another key: fewer than max_keys, and its key bytes and
+  /// offsets under max_text_chunk_bytes.
+  static bool has_room(const key_chunk& chunk, std::size_t max_keys) {
+    return chunk.offsets.size() <= max_keys &&
+           chunk.text_data.size() + chunk.offsets.size() * sizeof(std::int64_t) < max_text_chunk_bytes;
+  }
+
+  /// Appends the lines whole in the buffer (their '\n' read) to `chunk`, as
+  /// append_line and push_back would one by one, while it has room and capacity;
+  /// allocates nothing. (A line in the buffer is never too long.)
+  void take_lines(key_chunk& chunk, std::size_t max_keys) {
+    static_assert(buffer_bytes < max_text_key_bytes, "a line in the buffer is never too long");
+    const std::size_t region = length_ - position_;
+    const std::size_t first = chunk.offsets.size();  // offsets[first] ends the first key taken
+    const std::size_t data = chunk.text_data.size();
+    // Every line taken has its '\n' in the region: at most `region` lines, and
+    // fewer key bytes than `region`.
+    const std::size_t most = std::min({region, max_keys + 1 - first, chunk.offsets.capacity() - first});
+    const std::size_t text_size = std::min(chunk.text_data.capacity(), data + region + copy_overrun);
+    if (most == 0 || text_size < data + copy_overrun) return;
+    chunk.text_data.resize(text_size);  // within the capacity, as the offsets below
+    line_scan scan;
+    scan.line = scan.last_line = buffer_.data() + position_;
+    scan.end = scan.line + region;
+    scan.text = chunk.text_data.data();
+    scan.to = chunk.text_data.data() + data;
+    scan.text_end = chunk.text_data.data() + text_size;
+    scan.left = static_cast<std::ptrdiff_t>(max_text_chunk_bytes - data - first * sizeof(std::int64_t));
+    std::size_t taken = 0;
+    while (taken < most) {
+      const std::size_t batch = std::min(offsets_batch, most - taken);
+      chunk.offsets.resize(first + taken + batch);  // zero-fills what copy_lines overwrites
+      const std::size_t got = scan.copy_lines(chunk.offsets.data() + first + taken, batch);
+      taken += got;
+      if (got < batch) break;
+    }
+    chunk.offsets.resize(first + taken);
+    chunk.text_data.resize(static_cast<std::size_t>(scan.to - scan.text));
+    position_ = static_cast<std::size_t>(scan.line - buffer_.data());
+    line_ += taken;
+    if (taken > 0) line_start_ = buffer_start_ + static_cast<std::uint64_t>(scan.last_line - buffer_.data());
+  }
+
   /// Appends the next line's key to `out`; false at the end of the file.
   bool append_line(std::string& out) {
     const std::size_t start = out.size();
@@ -363,7 +508,7 @@ class text_reader final : public key_reader {
     buffer_start_ += length_;
     position_ = length_ = 0;
     for (;;) {
-      const ssize_t got = ::read(fd_, buffer_.data(), buffer_.size());
+      const ssize_t got = ::read(fd_, buffer_.data(), buffer_bytes);
       if (got >= 0) {
         length_ = static_cast<std::size_t>(got);
         return got > 0;
@@ -381,10 +526,13 @@ class text_reader final : public key_reader {
   }
 
   static constexpr std::size_t buffer_bytes = std::size_t{1} << 18;
+  /// Bytes past the data read that take_lines may read: a 64-byte newline block.
+  static constexpr std::size_t buffer_slack = 64;
+  static constexpr std::size_t offsets_batch = 1024;
 
   file_ptr file_;
   int fd_;
-  std::vector<char> buffer_ = std::vector<char>(buffer_bytes);
+  std::vector<char> buffer_ = std::vector<char>(buffer_bytes + buffer_slack);
   std::uint64_t buffer_start_ = 0;  ///< File offset of buffer_[0].
   std::size_t position_ = 0;        ///< Next unread byte in buffer_.
   std::size_t length_ = 0;          ///< Valid bytes in buffer_.

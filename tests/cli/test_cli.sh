@@ -69,6 +69,30 @@ expect_rc 0 "$GBF" query many.gbf many.txt --select --chunk-keys 70001 -q
 cmp -s out many.txt || fail "--select of 200,000 text keys is not the keys, in order"
 expect_rc 0 "$GBF" query many.gbf many.txt --select --row-numbers --chunk-keys 70001 -q
 cmp -s out many.txt || fail "--select --row-numbers of 200,000 keys is not rows 0..199999"
+# Text keys, whether read in bulk from the 256 KiB read buffer or line by line:
+# short lines ending in \n, \r\n and \r\r\n, empty lines, NUL bytes, a \r\n split
+# by the buffer's end, a line longer than the buffer, no final newline. --select
+# prints every key back (without the \r before its \n) at any chunk size.
+python3 - <<'PY'
+import random
+r = random.Random(7)
+def short_lines(n):
+    ends = [b'\n', b'\n', b'\r\n', b'\r\r\n']
+    return b''.join(bytes(r.choice(b'ab\0\r') for _ in range(r.choice([0, 1, 5, 8, 13, 24, 40, 70]))) +
+                    r.choice(ends) for _ in range(n))
+data = short_lines(20000)[:(1 << 18) - 200]
+data = data[:data.rindex(b'\n') + 1]
+data += b'x' * ((1 << 18) - 1 - len(data)) + b'\r\n'   # the \r is the buffer's last byte
+data += b'y' * 300000 + b'\n' + short_lines(20000) + b'tail'
+open('edge.txt', 'wb').write(data)
+keys = [k[:-1] if k.endswith(b'\r') else k for k in data.split(b'\n')]
+open('edge.want', 'wb').write(b''.join(k + b'\n' for k in keys))
+PY
+expect_rc 0 "$GBF" build edge.txt -o edge.gbf --fpp 0.0001 -q
+for chunk in 3 1000 1048576; do
+  expect_rc 0 "$GBF" query edge.gbf edge.txt --select --chunk-keys $chunk -q
+  cmp -s out edge.want || fail "--select --chunk-keys $chunk of edge.txt is not its keys, in order"
+done
 
 # --keys-format int: decimal lines as 8-byte integer keys, the keys a .u64 file,
 # a signed .npy and Python ints give; the same lines as text are other keys.
