@@ -473,6 +473,7 @@ void scaling_filter::merge(const scaling_filter& other) {
   std::uint64_t most_words = 0;
   for (const scaling_level& level : other.levels_) most_words = std::max(most_words, level.l.num_words());
   std::vector<std::uint32_t> staging(static_cast<std::size_t>(std::min(detail::staging_words, most_words)));
+  levels_.reserve(std::max(levels_.size(), other.levels_.size()));  // the last step cannot throw
   const auto for_each_step = [&](std::size_t level, const auto& apply) {
     const std::uint64_t n = other.levels_[level].l.num_words();
     for (std::uint64_t first = 0; first < n; first += detail::staging_words) {
