@@ -177,6 +177,19 @@ struct host_keys {
   }
   /// A buffer of `bytes` owned by this batch.
   std::uint8_t* allocate(std::size_t bytes);
+  /// Adds `n` string keys packed in `data` (`total` bytes, n + 1 int64 offsets; `validity`,
+  /// LSB first, may be null), memory this batch owns or keeps alive.
+  void add_packed_strings(const std::uint8_t* data, std::size_t total, const std::int64_t* offsets,
+                          std::size_t n, const std::uint8_t* validity) {
+    key_piece piece;
+    piece.kind = detail::key_kind::str64;
+    piece.data = data;
+    piece.data_bytes = total;
+    piece.offsets = offsets;
+    piece.count = n;
+    piece.validity = validity;
+    add_piece(piece);
+  }
 };
 
 /// Reads host keys (no copy where the memory allows it; see docs/python.md) from a NumPy

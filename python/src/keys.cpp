@@ -26,6 +26,11 @@
 #include "dlpack.hpp"
 
 namespace gbf::python {
+
+/// StringDType keys packed into `keys`; false (nothing read) where NumPy or the dtype
+/// is not NumPy 2's (numpy_strings.cpp).
+bool read_string_dtype(PyArrayObject* array, host_keys& keys);
+
 namespace {
 
 using detail::key_kind;
@@ -48,19 +53,6 @@ std::string dtype_name(PyArrayObject* array) {
 
 void read_strings(nb::handle sequence, host_keys& keys);
 void read_string_items(PyObject* const* items, std::size_t n, host_keys& keys);
-
-// Adds n string keys packed into `data` (total bytes, int64 offsets; validity may be null).
-void add_packed_strings(host_keys& keys, const std::uint8_t* data, std::size_t total,
-                        const std::int64_t* offsets, std::size_t n, const std::uint8_t* validity) {
-  key_piece piece;
-  piece.kind = key_kind::str64;
-  piece.data = data;
-  piece.data_bytes = total;
-  piece.offsets = offsets;
-  piece.count = n;
-  piece.validity = validity;
-  keys.add_piece(piece);
-}
 
 // UTF-8 bytes of code point c; 0 for one a str cannot encode (a lone surrogate, or
 // past U+10FFFF), which the caller hands to Python to raise its own error.
@@ -137,7 +129,7 @@ bool read_fixed_width_text(PyArrayObject* array, host_keys& keys) {
       std::memcpy(out, base + i * width, bytes);
     }
   }
-  add_packed_strings(keys, data, total, offsets, n, nullptr);
+  keys.add_packed_strings(data, total, offsets, n, nullptr);
   return true;
 }
 
@@ -186,8 +178,10 @@ void read_numpy(nb::handle obj, host_keys& keys) {
     read_string_items(items, static_cast<std::size_t>(PyArray_SIZE(array)), keys);
     return;
   }
+  if (kind == 'T' && read_string_dtype(array, keys)) return;
   if (kind == 'U' || kind == 'S' || kind == 'T') {
-    // Python objects per key (StringDType, or text Python refuses to encode): this path copies.
+    // Python objects per key (StringDType under NumPy 1.x headers, or text Python refuses
+    // to encode): this path copies.
     nb::object list = nb::steal(PyArray_ToList(array));
     if (!list.is_valid()) throw nb::python_error();
     if (ndim == 0) {
@@ -387,7 +381,7 @@ void read_string_items(PyObject* const* items, std::size_t n, host_keys& keys) {
     if (validity) validity[i / 8] |= static_cast<std::uint8_t>(1u << (i % 8));
   }
   offsets[n] = static_cast<std::int64_t>(at);
-  add_packed_strings(keys, data, total, offsets, n, validity);
+  keys.add_packed_strings(data, total, offsets, n, validity);
 }
 
 // --- Arrow -----------------------------------------------------------------------

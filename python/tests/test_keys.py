@@ -335,6 +335,37 @@ def test_numpy_text_arrays_are_the_keys_their_elements_are():
         f.add(np.array(["ok", "\ud800"]))
 
 
+def test_numpy_string_dtype_arrays_are_read_in_place_as_their_elements_keys():
+    # NumPy 2's StringDType ('T') is read from its packed strings, not through tolist():
+    # the same keys as the str elements, short (stored inline) and long (on the heap),
+    # any stride; its missing value, whatever the dtype's na_object, is a null key.
+    dtypes = pytest.importorskip("numpy.dtypes")
+    if not hasattr(dtypes, "StringDType"):
+        pytest.skip("NumPy %s has no StringDType" % np.__version__)
+    rng = np.random.default_rng(13)
+    alphabet = ["a", "Z", "0", "\x00", "é", "€", "中", "\U0001F600"]
+    texts = ["".join(rng.choice(alphabet, rng.integers(0, 40))) for _ in range(3_000)] + ["", "x" * 15, "y" * 16]
+    strings = np.array(texts, dtype=dtypes.StringDType())
+    for array in (strings, strings[::3], strings[5:6], strings[:0]):
+        f = gbf.Filter(10_000, 0.0001, backend="cpu")
+        g = gbf.Filter(10_000, 0.0001, backend="cpu")
+        f.add(array)
+        g.add(array.tolist())
+        assert np.array_equal(f.words(), g.words())
+        assert f.contains(array).all() and f.count(array) == len(array)
+    f = gbf.Filter(100, 0.001)
+    f.add(np.array("中文", dtype=dtypes.StringDType()))
+    assert "中文" in f
+    for na in (None, np.nan, "<missing>"):
+        with_na = np.array(["a", na, "b", na], dtype=dtypes.StringDType(na_object=na))
+        h = gbf.Filter(100, 0.0001, backend="cpu")
+        assert h.add_new(with_na).tolist() == [True, False, True, False], repr(na)
+        assert h.contains(with_na).tolist() == [True, False, True, False], repr(na)
+        assert h.stats().keys_added == 2
+        if na == "<missing>":
+            assert "<missing>" not in h  # the dtype's missing value, not the text
+
+
 def test_arrow_chunked_array_and_stream_rows_are_global():
     f = gbf.Filter(1_000, 0.0001)
     f.add(pa.array(["k1", "k3"]))
