@@ -7,8 +7,8 @@
 // before it calls them, so the module still imports and works under NumPy 1.x
 // (where no array has this dtype). Built against NumPy 1.x headers it reads
 // nothing and the caller keeps the tolist() path.
-#if __has_include(<numpy/npy_2_compat.h>)   // NumPy 2 headers
-#define NPY_TARGET_VERSION 0x00000012        // NPY_2_0_API_VERSION, before numpyconfig.h defines it
+#if defined(GBF_NUMPY2_HEADERS)      // python/CMakeLists.txt: built against NumPy 2
+#define NPY_TARGET_VERSION 0x00000012  // NPY_2_0_API_VERSION, before numpyconfig.h defines it
 #endif
 #include "numpy_api.hpp"
 
