@@ -344,7 +344,15 @@ int combine(const combine_args& args, combine_op op) {
   file_metadata meta_a;
   file_metadata meta_b;
   filter a = load_filter(args.a, args.run, meta_a);
-  const filter b = load_filter(args.b, args.run, meta_b);
+  // The same file twice (a path and a link to it, say) is one filter combined with
+  // itself, as in the library and Python: A | A keeps A's count of keys, where two
+  // filters holding the same keys would add up.
+  struct stat stat_a {}, stat_b {};
+  const bool same_file = ::stat(args.a.path.c_str(), &stat_a) == 0 && ::stat(args.b.path.c_str(), &stat_b) == 0 &&
+                         stat_a.st_dev == stat_b.st_dev && stat_a.st_ino == stat_b.st_ino;
+  std::optional<filter> other;
+  if (!same_file) other.emplace(load_filter(args.b, args.run, meta_b));
+  const filter& b = same_file ? a : *other;
   check_exportable(a.layout(), args.output);
   try {
     switch (op) {

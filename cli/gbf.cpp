@@ -28,6 +28,7 @@
 #include "cli/join.hpp"
 #include "cli/options.hpp"
 #include "cli/parquet.hpp"
+#include "cli/progress.hpp"
 #include "gbf/error.hpp"
 #include "gbf/files.hpp"
 #include "gbf/version.hpp"
@@ -156,12 +157,17 @@ extern "C" void on_fatal_signal(int sig) {
   // place the work is done: ending now would report a failure for a write that
   // happened, and a script that retries on 143 would add its keys to a
   // counting filter twice. The command runs to its end instead (the
-  // directory's fsync, a summary line) and exits 0; a second signal ends it,
-  // except SIGPIPE: a reader of the summary that went away changes nothing.
-  if (gbf::any_save_committed() && (sig == SIGPIPE || signal_deferred == 0)) {
-    signal_deferred = 1;
-    install_fatal_signal_handler(sig);  // SA_RESETHAND took it away
-    return;
+  // directory's fsync, a summary line) and exits 0. A second signal ends it at
+  // once, with status 0 all the same (130 / 143 would say the file was not
+  // replaced); SIGPIPE, a reader of the summary that went away, changes nothing.
+  if (gbf::any_save_committed()) {
+    if (sig == SIGPIPE || signal_deferred == 0) {
+      signal_deferred = 1;
+      install_fatal_signal_handler(sig);  // SA_RESETHAND took it away
+      return;
+    }
+    gbf::remove_unfinished_files();  // the lock file
+    _exit(0);
   }
   gbf::remove_unfinished_files();
   // SA_RESETHAND restored the default action and SA_NODEFER leaves the signal
@@ -415,7 +421,9 @@ int main(int argc, char** argv) {
   }
   remove_temporary_files_on_signals();
   try {
-    return command();
+    const int status = command();
+    flush_summaries();
+    return status;
   } catch (const usage_error& e) {
     std::fprintf(stderr, "gbf: %s\n", e.what());
     return 2;

@@ -4,8 +4,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <vector>
 
 namespace gbf::cli {
+namespace {
+std::vector<std::string> queued_summaries;
+}  // namespace
 
 progress::progress(std::string verb, std::optional<std::uint64_t> total, bool quiet)
     : verb_(std::move(verb)), total_(total), quiet_(quiet), bar_(!quiet && isatty(2) == 1) {}
@@ -42,9 +46,15 @@ void progress::finish(const std::string& detail) {
   if (bar_) std::fputs("\r\033[K", stderr);
   if (quiet_) return;
   const double s = seconds();
-  std::fprintf(stderr, "gbf: %s %s keys in %.2f s (%s keys/s)%s\n", verb_.c_str(),
-               with_commas(done_).c_str(), s,
-               human(s > 0 ? static_cast<double>(done_) / s : 0).c_str(), detail.c_str());
+  char rate[96];
+  std::snprintf(rate, sizeof rate, " keys in %.2f s (", s);
+  queued_summaries.push_back("gbf: " + verb_ + " " + with_commas(done_) + rate +
+                             human(s > 0 ? static_cast<double>(done_) / s : 0) + " keys/s)" + detail + "\n");
+}
+
+void flush_summaries() {
+  for (const std::string& line : queued_summaries) std::fputs(line.c_str(), stderr);
+  queued_summaries.clear();
 }
 
 }  // namespace gbf::cli

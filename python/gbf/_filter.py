@@ -290,19 +290,21 @@ class Filter(_core.FilterBase):
         self.symmetric_difference(other)
         return self
 
+    # f | f is f |= f on a copy: a filter combined with itself (keys_added not doubled),
+    # not with another filter that happens to hold the same keys.
     def __or__(self, other: "Filter") -> "Filter":
         result = self.copy()
-        result.merge(other)
+        result.merge(result if other is self else other)
         return result
 
     def __and__(self, other: "Filter") -> "Filter":
         result = self.copy()
-        result.intersect(other)
+        result.intersect(result if other is self else other)
         return result
 
     def __xor__(self, other: "Filter") -> "Filter":
         result = self.copy()
-        result.symmetric_difference(other)
+        result.symmetric_difference(result if other is self else other)
         return result
 
     def __repr__(self) -> str:

@@ -159,6 +159,16 @@ def test_set_operators_and_layout_mismatch(rng):
     assert np.array_equal(c.words(), a.words())
     c.merge(c)  # with itself: unchanged
     assert np.array_equal(c.words(), a.words())
+    # A filter combined with itself, in place or not: its bits and its count of keys
+    # (a copy that holds the same keys is another filter, whose keys count).
+    for combined in (a | a, a & a):
+        assert np.array_equal(combined.words(), a.words())
+        assert combined.stats().keys_added == a.stats().keys_added == 1_000
+    d = a.copy()
+    d |= d
+    assert d.stats().keys_added == 1_000
+    assert (a ^ a).stats().bits_set == 0
+    assert (a | a.copy()).stats().keys_added == 2_000
     with pytest.raises(gbf.LayoutMismatch, match="num_blocks"):
         a.merge(gbf.Filter(50_000, 0.01))
     with pytest.raises(gbf.LayoutMismatch, match="seed"):

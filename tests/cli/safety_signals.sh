@@ -59,6 +59,24 @@ for kind, create in (("plain", ["create", "--capacity", "60000000"]),
 PY
 [[ -z $(leftovers) ]] || fail "a signal after the output was in place left: $(leftovers)"
 
+# A reader of stderr that went away does not cost the save: the summary line
+# ("added N keys") is printed once the command is done, after the rename, and
+# the SIGPIPE it then raises ends nothing. (It used to come first: the add died
+# of SIGPIPE, 141, with the file unchanged.)
+expect_rc 0 "$GBF" create --capacity 10000 -o pipe.gbf -q --backend cpu
+python3 - "$GBF" <<'PY' || fail "an add whose stderr reader had gone"
+import os, subprocess, sys
+gbf = sys.argv[1]
+read_end, write_end = os.pipe()
+os.close(read_end)
+done = subprocess.run([gbf, "add", "pipe.gbf", "after.u64", "--keys-format", "u64", "--backend", "cpu"],
+                      stderr=write_end)
+os.close(write_end)
+assert done.returncode == 0, "status %d" % done.returncode
+PY
+[[ $("$GBF" query pipe.gbf after.u64 --keys-format u64 --count -q --backend cpu) == 1000 ]] ||
+  fail "the add whose stderr reader had gone did not save its keys"
+
 # While the lock is held before any temporary exists (add waits for its keys
 # on a FIFO), a signal removes the lock file. Run from a job-control shell so
 # that the background job does not inherit SIGINT ignored. The holder holds the

@@ -202,6 +202,17 @@ expect_out 1000
 expect_rc 0 "$GBF" intersect union.gbf m1.gbf -o inter.gbf
 expect_rc 0 "$GBF" query inter.gbf first.u64 --keys-format u64 --count -q
 expect_out 500
+# A file merged with itself (by its name, or through a link) is one filter with
+# itself: its bits and its 500 keys, not 1,000; a copy of it is another filter.
+ln -sf m1.gbf m1-link.gbf
+cp m1.gbf m1-copy.gbf
+for second in m1.gbf m1-link.gbf; do
+  expect_rc 0 "$GBF" merge m1.gbf $second -o self.gbf -q
+  cmp -s m1.gbf self.gbf || fail "m1 merged with $second is not m1"
+done
+expect_rc 0 "$GBF" merge m1.gbf m1-copy.gbf -o twice.gbf -q
+expect_rc 0 "$GBF" info twice.gbf --json
+grep -q '"keys_inserted": 1000' out || fail "m1 merged with its copy does not count both: $(cat out)"
 expect_rc 1 "$GBF" merge a.gbf small.gbf -o bad.gbf
 expect_err "^gbf: .*layout"
 [[ -e bad.gbf ]] && fail "merge of mismatched layouts wrote a file"
