@@ -28,7 +28,6 @@ namespace gbf::cli {
 /// The longest text key (line without its ending) the reader accepts: 16 MiB.
 constexpr std::size_t max_text_key_bytes = std::size_t{16} << 20;
 
-/// How a key file is encoded; automatic picks by content and extension (see key_reader::open).
 /// How a key file is read: automatic (by magic and extension), raw little-endian
 /// u32 / u64 arrays, text (each line's bytes a key), int_text (each line a decimal
 /// integer, an 8-byte key as a Python int or Parquet INT64 gives), .npy.

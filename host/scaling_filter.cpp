@@ -475,12 +475,12 @@ void scaling_filter::merge(const scaling_filter& other) {
   std::vector<std::uint32_t> staging(static_cast<std::size_t>(std::min(detail::staging_words, most_words)));
   levels_.reserve(std::max(levels_.size(), other.levels_.size()));  // the last step cannot throw
   const auto for_each_step = [&](std::size_t level, const auto& apply) {
-    const std::uint64_t n = other.levels_[level].l.num_words();
-    for (std::uint64_t first = 0; first < n; first += detail::staging_words) {
-      const std::uint64_t count = std::min(detail::staging_words, n - first);
-      other.impl_->read_words(level, first, count, staging.data());
-      apply(first, count, static_cast<const std::uint32_t*>(staging.data()));
-    }
+    detail::copy_in_steps(
+        other.levels_[level].l.num_words(), staging.data(),
+        [&](std::uint64_t first, std::uint64_t count, std::uint32_t* out) {
+          other.impl_->read_words(level, first, count, out);
+        },
+        apply);
   };
   std::size_t pushed = 0;
   try {

@@ -30,16 +30,24 @@ inline void check_word_range(const char* what, std::uint64_t first, std::uint64_
 inline constexpr std::uint64_t staging_words = std::uint64_t{1} << 20;
 
 /// Moves `n` words from read(first, count, out) to write(first, count, in) through
-/// a host buffer of at most staging_words: a copy between two filters (two
-/// backends, or a GPU filter and its CPU twin) holds both arrays, not a third.
+/// `staging`, a host buffer of at least min(staging_words, n) words: a copy between
+/// two filters (two backends, or a GPU filter and its CPU twin) holds both arrays,
+/// not a third. A caller that must not allocate part-way (a chain merge) passes
+/// its own buffer.
+template <class Read, class Write>
+void copy_in_steps(std::uint64_t n, std::uint32_t* staging, Read&& read, Write&& write) {
+  for (std::uint64_t first = 0; first < n; first += staging_words) {
+    const std::uint64_t count = std::min(staging_words, n - first);
+    read(first, count, staging);
+    write(first, count, static_cast<const std::uint32_t*>(staging));
+  }
+}
+
+/// copy_in_steps through a staging buffer of its own.
 template <class Read, class Write>
 void copy_in_steps(std::uint64_t n, Read&& read, Write&& write) {
   std::vector<std::uint32_t> staging(static_cast<std::size_t>(std::min(staging_words, n)));
-  for (std::uint64_t first = 0; first < n; first += staging_words) {
-    const std::uint64_t count = std::min(staging_words, n - first);
-    read(first, count, staging.data());
-    write(first, count, static_cast<const std::uint32_t*>(staging.data()));
-  }
+  copy_in_steps(n, staging.data(), read, write);
 }
 
 /// copy_in_steps of the first `n` words of backend `from` into backend `to`

@@ -151,7 +151,6 @@ inline constexpr std::size_t key_prefetch_distance = 512;
 /// Parquet pruning) hashes and prefetches before it visits the first of them.
 inline constexpr std::size_t prefetch_group = 16;
 
-
 namespace key_loop_detail {
 
 /// Prefetches the 64-byte lines of [first, first + bytes).

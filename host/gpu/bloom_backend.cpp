@@ -124,11 +124,13 @@ class gpu_bloom final : public bloom_backend {
       throw invalid_argument("combine_host: first word " + std::to_string(first) +
                              " is not a multiple of 4 (the kernel combines 16-byte vectors)");
     if (count == 0) return;
-    const device_scope on_device(executor_.device());
-    device_buffer<std::uint32_t> staged(count);
+    // The slice goes through the filter's scratch: one allocation for all the
+    // steps of a staged combine, not a cudaMalloc and a synchronizing cudaFree each.
+    const std::size_t bytes = count * sizeof(std::uint32_t);
+    auto* staged = static_cast<std::uint32_t*>(executor_.scratch_for(key_call{}, bytes));
     executor_.run_sync([&](cudaStream_t s) {
-      GBF_CUDA_TRY(cudaMemcpyAsync(staged.data(), words, staged.size_bytes(), cudaMemcpyHostToDevice, s));
-      gpu::combine_words(words_.data() + first, staged.data(), count, to_word_op(op), s);
+      GBF_CUDA_TRY(cudaMemcpyAsync(staged, words, bytes, cudaMemcpyHostToDevice, s));
+      gpu::combine_words(words_.data() + first, staged, count, to_word_op(op), s);
     });
   }
 

@@ -143,11 +143,12 @@ class gpu_counting final : public counting_backend {
   void merge_host(std::uint64_t first, std::uint64_t count, const std::uint32_t* counters,
                   counter_merge op) override {
     if (count == 0) return;
-    const device_scope on_device(executor_.device());
-    device_buffer<std::uint32_t> staged(count);
+    // Through the filter's scratch, as gpu_bloom::combine_host.
+    const std::size_t bytes = count * sizeof(std::uint32_t);
+    auto* staged = static_cast<std::uint32_t*>(executor_.scratch_for(key_call{}, bytes));
     executor_.run_sync([&](cudaStream_t s) {
-      GBF_CUDA_TRY(cudaMemcpyAsync(staged.data(), counters, staged.size_bytes(), cudaMemcpyHostToDevice, s));
-      combine(first, count, staged.data(), op, s);
+      GBF_CUDA_TRY(cudaMemcpyAsync(staged, counters, bytes, cudaMemcpyHostToDevice, s));
+      combine(first, count, staged, op, s);
     });
   }
 

@@ -180,11 +180,12 @@ class gpu_scaling final : public scaling_backend {
                              " is not a multiple of 4 (the kernel combines 16-byte vectors)");
     if (count == 0) return;
     level_memory& m = levels_.at(level);
-    const device_scope on_device(executor_.device());
-    device_buffer<std::uint32_t> staged(count);
+    // Through the chain's scratch, as gpu_bloom::combine_host.
+    const std::size_t bytes = count * sizeof(std::uint32_t);
+    auto* staged = static_cast<std::uint32_t*>(executor_.scratch_for(key_call{}, bytes));
     executor_.run_sync([&](cudaStream_t s) {
-      GBF_CUDA_TRY(cudaMemcpyAsync(staged.data(), in, staged.size_bytes(), cudaMemcpyHostToDevice, s));
-      gpu::combine_words(m.words.data() + first, staged.data(), count, gpu::word_op::bit_or, s);
+      GBF_CUDA_TRY(cudaMemcpyAsync(staged, in, bytes, cudaMemcpyHostToDevice, s));
+      gpu::combine_words(m.words.data() + first, staged, count, gpu::word_op::bit_or, s);
     });
   }
 

@@ -93,7 +93,6 @@ class fatal_signals_blocked {
   sigset_t previous_;
 };
 
-
 /// Set, with the fatal signals blocked, in the same step as a save's rename:
 /// from then on a handler knows the process's output is in place.
 std::atomic<bool> save_committed{false};
@@ -388,7 +387,6 @@ void atomic_file_sink::sync_directory() const {
 // ---------------------------------------------------------------------------
 // write_lock
 // ---------------------------------------------------------------------------
-
 
 // Unlike a temporary's name, the lock file's is shared with other processes,
 // so it cannot be registered before it is ours; and a signal between its

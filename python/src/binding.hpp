@@ -15,10 +15,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gbf/filter.hpp"
@@ -189,6 +191,39 @@ struct host_keys {
     piece.count = n;
     piece.validity = validity;
     add_piece(piece);
+  }
+  /// Packs `n` string keys into one batch owned by this one, reading key i twice
+  /// through bytes_of(i, key) -> bool: false for a null key, else true with `key`
+  /// its bytes. The first pass sizes the batch (a bad item throws there), the
+  /// second copies the bytes back to back.
+  template <class BytesOf>
+  void pack_strings(std::size_t n, const BytesOf& bytes_of) {
+    std::string_view key;
+    std::size_t total = 0;
+    bool any_null = false;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (bytes_of(i, key))
+        total += key.size();
+      else
+        any_null = true;
+    }
+    auto* offsets = reinterpret_cast<std::int64_t*>(allocate((n + 1) * sizeof(std::int64_t)));
+    std::uint8_t* data = allocate(total > 0 ? total : 1);
+    std::uint8_t* validity = nullptr;
+    if (any_null) {
+      validity = allocate((n + 7) / 8);
+      std::memset(validity, 0, (n + 7) / 8);
+    }
+    std::size_t at = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      offsets[i] = static_cast<std::int64_t>(at);
+      if (!bytes_of(i, key)) continue;
+      if (!key.empty()) std::memcpy(data + at, key.data(), key.size());
+      at += key.size();
+      if (validity) validity[i / 8] |= static_cast<std::uint8_t>(1u << (i % 8));
+    }
+    offsets[n] = static_cast<std::int64_t>(at);
+    add_packed_strings(data, total, offsets, n, validity);
   }
 };
 

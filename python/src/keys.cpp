@@ -347,41 +347,17 @@ void read_strings(nb::handle sequence, host_keys& keys) {
 
 // Packs `n` objects (str / bytes / None) into one string batch; the bytes are copied.
 void read_string_items(PyObject* const* items, std::size_t n, host_keys& keys) {
-  std::size_t total = 0;
-  bool any_null = false;
-  for (std::size_t i = 0; i < n; ++i) {
+  keys.pack_strings(n, [items](std::size_t i, std::string_view& key) {
+    if (items[i] == Py_None) return false;
     const char* bytes = nullptr;
     Py_ssize_t size = 0;
-    if (items[i] == Py_None) {
-      any_null = true;
-    } else if (key_bytes(items[i], &bytes, &size)) {
-      total += static_cast<std::size_t>(size);
-    } else {
+    if (!key_bytes(items[i], &bytes, &size))
       throw nb::type_error(("string keys must be str, bytes or None; item " + std::to_string(i) +
                             " is a " + python_type_name(items[i]))
                                .c_str());
-    }
-  }
-  auto* offsets = reinterpret_cast<std::int64_t*>(keys.allocate((n + 1) * sizeof(std::int64_t)));
-  std::uint8_t* data = keys.allocate(std::max<std::size_t>(total, 1));
-  std::uint8_t* validity = nullptr;
-  if (any_null) {
-    validity = keys.allocate((n + 7) / 8);
-    std::memset(validity, 0, (n + 7) / 8);
-  }
-  std::size_t at = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    offsets[i] = static_cast<std::int64_t>(at);
-    const char* bytes = nullptr;
-    Py_ssize_t size = 0;
-    if (items[i] == Py_None) continue;
-    key_bytes(items[i], &bytes, &size);
-    std::memcpy(data + at, bytes, static_cast<std::size_t>(size));
-    at += static_cast<std::size_t>(size);
-    if (validity) validity[i / 8] |= static_cast<std::uint8_t>(1u << (i % 8));
-  }
-  offsets[n] = static_cast<std::int64_t>(at);
-  keys.add_packed_strings(data, total, offsets, n, validity);
+    key = std::string_view(bytes, static_cast<std::size_t>(size));
+    return true;
+  });
 }
 
 // --- Arrow -----------------------------------------------------------------------

@@ -12,9 +12,8 @@
 #endif
 #include "numpy_api.hpp"
 
-#include <algorithm>
 #include <cstdint>
-#include <cstring>
+#include <string_view>
 
 #include "binding.hpp"
 
@@ -54,34 +53,13 @@ bool read_string_dtype(PyArrayObject* array, host_keys& keys) {
   // 0-d or 1-d (the caller refuses more): any stride, no copy.
   const npy_intp stride = PyArray_NDIM(array) == 0 ? 0 : PyArray_STRIDE(array, 0);
   const held_allocator strings(PyArray_DESCR(array));
-  auto* offsets = reinterpret_cast<std::int64_t*>(keys.allocate((n + 1) * sizeof(std::int64_t)));
-  // Pass 1: each key's size; a missing value (the dtype's na_object) is a null key.
-  std::size_t total = 0;
-  bool any_null = false;
-  for (std::size_t i = 0; i < n; ++i) {
+  // The bytes are UTF-8 already; a missing value (the dtype's na_object) is a null key.
+  keys.pack_strings(n, [&](std::size_t i, std::string_view& key) {
     npy_static_string s{0, nullptr};
-    offsets[i] = static_cast<std::int64_t>(total);
-    if (strings.load(base + static_cast<npy_intp>(i) * stride, &s) == 1) {
-      any_null = true;
-      continue;
-    }
-    total += s.size;
-  }
-  offsets[n] = static_cast<std::int64_t>(total);
-  // Pass 2: the bytes, back to back (UTF-8 already), and the validity of nulls.
-  std::uint8_t* data = keys.allocate(std::max<std::size_t>(total, 1));
-  std::uint8_t* validity = nullptr;
-  if (any_null) {
-    validity = keys.allocate((n + 7) / 8);
-    std::memset(validity, 0, (n + 7) / 8);
-  }
-  for (std::size_t i = 0; i < n; ++i) {
-    npy_static_string s{0, nullptr};
-    if (strings.load(base + static_cast<npy_intp>(i) * stride, &s) == 1) continue;
-    if (s.size > 0) std::memcpy(data + offsets[i], s.buf, s.size);
-    if (validity) validity[i / 8] |= static_cast<std::uint8_t>(1u << (i % 8));
-  }
-  keys.add_packed_strings(data, total, offsets, n, validity);
+    if (strings.load(base + static_cast<npy_intp>(i) * stride, &s) == 1) return false;
+    key = std::string_view(s.buf, s.size);
+    return true;
+  });
   return true;
 }
 
