@@ -20,10 +20,11 @@ fi
 
 # Python packages: duckdb for tests/join/check_duckdb.sh; the gbf Python package's build
 # (nanobind, scikit-build-core, numpy) and test (pyarrow, pytest; dask[dataframe] and
-# distributed for gbf.dask) requirements, so that scripts/test.sh can `pip install ./python`
-# without build isolation (no second download).
+# distributed for gbf.dask; mypy for the package's type check) requirements, so that
+# scripts/test.sh can `pip install ./python` without build isolation (no second download).
 python_packages=(duckdb:duckdb nanobind:nanobind scikit_build_core:scikit-build-core numpy:numpy
-                 pyarrow:pyarrow pytest:pytest "dask.dataframe:dask[dataframe]" distributed:distributed)
+                 pyarrow:pyarrow pytest:pytest "dask.dataframe:dask[dataframe]" distributed:distributed
+                 mypy:mypy)
 missing_python=()
 for entry in "${python_packages[@]}"; do
   python3 -c "import ${entry%%:*}" 2>/dev/null || missing_python+=("${entry#*:}")

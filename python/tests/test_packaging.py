@@ -141,3 +141,15 @@ def test_the_type_stubs_declare_what_the_extension_binds(tmp_path):
     for name, bound, declared in pairs:
         problems += [f"{name}: declared {d}, bound {bound[-1]}" for d in declared or [] if d != bound[-1]]
     assert not problems, "python/gbf/_core.pyi differs from gbf._core:\n" + "\n".join(problems)
+
+
+def test_the_package_type_checks_clean_under_mypy(tmp_path):
+    """mypy over the package's sources and its stub (python/gbf): no errors. Users who type-check
+    their code read these annotations; a wrong one fails their build, not ours."""
+    root = _checkout()
+    pytest.importorskip("mypy", reason="type-checking the package needs mypy (scripts/setup.sh installs it)")
+    # pyarrow, dask and the array libraries ship without annotations: their imports are Any.
+    checked = subprocess.run([sys.executable, "-m", "mypy", "-p", "gbf", "--ignore-missing-imports",
+                              "--cache-dir", str(tmp_path / "cache"), "--no-error-summary"],
+                             capture_output=True, text=True, cwd=root / "python")
+    assert checked.returncode == 0, "mypy -p gbf:\n" + checked.stdout + checked.stderr
