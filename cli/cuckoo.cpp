@@ -172,13 +172,14 @@ int run_cuckoo_add(const add_args& args, bool unique) {
     const std::string failed = with_commas(total.failed) + " of " + with_commas(bar.done()) +
                                " keys could not be inserted (load " + percent(stats.load_factor);
     // Below the sizing load a table rarely runs out of moves; what fails there
-    // is a key added more times than its two buckets have slots.
+    // is a key added more times than its two buckets have slots, and any key
+    // whose buckets those copies fill (the failed key need not be the repeated one).
     if (!stats.over_capacity && !unique)
       throw filter_full("'" + args.target.path + "': " + failed + ", below the table's capacity): " +
-                            "a key's two buckets hold at most " +
+                            "most likely a key was added more than " +
                             std::to_string(2 * f.layout().slots_per_bucket()) +
-                            " copies of it, so a key repeated more often than that fails (--unique "
-                            "adds each key once); the file is unchanged",
+                            " times (all its two buckets hold) and its copies filled the buckets the "
+                            "failed keys needed (--unique adds each key once); the file is unchanged",
                         total.failed, 0);
     throw filter_full("'" + args.target.path + "': the cuckoo filter is full: " + failed +
                           "); the file is unchanged: create a larger filter (--capacity)",

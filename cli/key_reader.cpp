@@ -77,6 +77,7 @@ bool starts_with_npy_magic(const std::string& path) {
 struct binary_spec {
   unsigned width = 8;                    ///< Bytes per key: 4 or 8.
   bool is_signed = false;
+  bool sign_unknown = false;             ///< A raw array: no dtype says whether it is signed.
   std::optional<std::uint64_t> count;    ///< Keys in the file, when known.
   std::uint64_t data_offset = 0;         ///< Bytes before the first key (the .npy header).
 };
@@ -89,6 +90,7 @@ class binary_reader final : public key_reader {
   bool next(key_chunk& chunk, std::size_t max_keys) override {
     chunk.type = type();
     chunk.is_signed = spec_.is_signed;
+    chunk.sign_unknown = spec_.sign_unknown;
     if (spec_.count) {
       max_keys = static_cast<std::size_t>(std::min<std::uint64_t>(max_keys, *spec_.count - read_));
       if (max_keys == 0) {
@@ -162,6 +164,7 @@ class binary_reader final : public key_reader {
 binary_spec raw_spec(const std::string& path, std::FILE* f, unsigned width) {
   binary_spec spec;
   spec.width = width;
+  spec.sign_unknown = true;
   if (const auto size = regular_file_size(f)) {
     if (*size % width != 0)
       fail_format(path, "size " + std::to_string(*size) + " bytes is not a multiple of " +

@@ -40,6 +40,9 @@ enum class key_type { u32, u64, text };
 struct key_chunk {
   key_type type = key_type::u64;
   bool is_signed = false;              ///< Integers from a signed .npy dtype (printing only).
+  /// Integers from a raw .u32 / .u64 file, whose bytes say nothing of a sign:
+  /// `gbf parquet` reads them as a column of their width holds them.
+  bool sign_unknown = false;
   std::vector<std::uint32_t> u32;
   std::vector<std::uint64_t> u64;
   std::string text_data;               ///< Text keys' bytes, back to back.

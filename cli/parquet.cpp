@@ -112,13 +112,25 @@ pq::prune_result prune_chunk(const pq::pruner& index, const key_chunk& chunk,
   const pq::column_info& column = index.column();
   const bool integer_column =
       column.type == pq::physical_type::int32 || column.type == pq::physical_type::int64;
+  if (!integer_column && chunk.type != key_type::text)
+    throw invalid_argument("'" + path + "' holds " + (chunk.type == key_type::u32 ? "u32" : "u64") +
+                           " integer keys, and column '" + column.path + "' is " + type_text(column) +
+                           ": give its values as text keys, one per line");
+  // A raw file's keys of the column's width are the column's values with those
+  // bytes (every one representable: -5 written as a u64 finds INT64 -5, as the
+  // filter itself would); of another width, unsigned values (.npy and text give
+  // the sign).
+  const auto read_signed = [&](pq::physical_type width_type) {
+    if (chunk.sign_unknown && column.type == width_type) return !column.is_unsigned;
+    return chunk.is_signed;
+  };
   switch (chunk.type) {
     case key_type::u32:
-      return chunk.is_signed
+      return read_signed(pq::physical_type::int32)
                  ? index.prune(reinterpret_cast<const std::int32_t*>(chunk.u32.data()), chunk.size(), per_key)
                  : index.prune(chunk.u32.data(), chunk.size(), per_key);
     case key_type::u64:
-      return chunk.is_signed
+      return read_signed(pq::physical_type::int64)
                  ? index.prune(reinterpret_cast<const std::int64_t*>(chunk.u64.data()), chunk.size(), per_key)
                  : index.prune(chunk.u64.data(), chunk.size(), per_key);
     case key_type::text:

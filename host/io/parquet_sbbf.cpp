@@ -1,5 +1,7 @@
 // Apache Parquet's split-block Bloom filter (SBBF): the bitset of the default
 // layout, optionally after its Thrift BloomFilterHeader (docs/file-format.md).
+#include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -7,6 +9,7 @@
 #include "gbf/sizing.hpp"
 #include "host/io/atomic_file.hpp"
 #include "host/io/byte_io.hpp"
+#include "host/io/container.hpp"
 #include "host/io/thrift.hpp"
 #include "host/number_text.hpp"
 
@@ -37,7 +40,35 @@ void write_parquet(const filter& f, bool with_header, byte_sink& out) {
   detail::write_words(f, out, nullptr);
 }
 
-filter read_parquet(byte_source& in, bool with_header, const options& opts) {
+/// `inner` with the bytes already read from it (`head`) put back in front.
+class replay_source final : public byte_source {
+ public:
+  replay_source(byte_source& inner, const std::uint8_t* head, std::size_t head_bytes)
+      : byte_source(inner.name()), inner_(inner), head_(head), head_bytes_(head_bytes) {}
+  std::size_t read(std::uint8_t* dst, std::size_t n) override {
+    const std::size_t from_head = std::min(n, head_bytes_ - position_);
+    if (from_head > 0) std::memcpy(dst, head_ + position_, from_head);
+    position_ += from_head;
+    return from_head + (n > from_head ? inner_.read(dst + from_head, n - from_head) : 0);
+  }
+  std::uint64_t remaining() const override { return head_bytes_ - position_ + inner_.remaining(); }
+
+ private:
+  byte_source& inner_;
+  const std::uint8_t* head_;
+  std::size_t head_bytes_;
+  std::size_t position_ = 0;
+};
+
+filter read_parquet(byte_source& source, bool with_header, const options& opts) {
+  // A gbf file read as an SBBF failed its Thrift header with a puzzling message, or,
+  // without a header and at a size that is a multiple of 32, loaded its container as bits.
+  std::uint8_t head[sizeof detail::container_magic] = {};
+  const std::size_t got = source.read(head, sizeof head);
+  if (got == sizeof head && std::memcmp(head, detail::container_magic, sizeof head) == 0)
+    source.fail("this is a gbf filter file (it starts with \"GBFBLOOM\"), not a Parquet SBBF: read it "
+                "as a gbf file (gbf::load; the CLI's --format gbf, its default)");
+  replay_source in(source, head, got);
   const std::uint64_t available = [&] {
     if (!with_header) return in.remaining();
     const std::uint64_t num_bytes = detail::thrift::read_bloom_filter_header(in);

@@ -61,9 +61,15 @@ column_info describe(const random_access& file, const pq::file_metadata& meta,
 std::string column_list(const random_access& file, const pq::file_metadata& meta,
                         const std::vector<pq::leaf_column>& leaves) {
   constexpr std::size_t shown = 40;
+  // A path deep in nested groups can run to many kilobytes: its two ends say which it is.
+  constexpr std::size_t longest = 120;
+  const auto shortened = [](const std::string& path) {
+    if (path.size() <= longest) return path;
+    return path.substr(0, longest / 2 - 3) + "..." + path.substr(path.size() - longest / 2);
+  };
   std::string text;
   for (std::size_t i = 0; i < leaves.size() && i < shown; ++i)
-    text += (i == 0 ? "" : ", ") + leaves[i].dotted + " (" +
+    text += (i == 0 ? "" : ", ") + shortened(leaves[i].dotted) + " (" +
             to_string(describe(file, meta, leaves[i]).type) + ")";
   if (leaves.size() > shown) text += ", ... (" + std::to_string(leaves.size()) + " in all)";
   return text.empty() ? "none" : text;
@@ -138,6 +144,14 @@ std::vector<std::uint8_t> filter_bytes(const random_access& file, std::uint64_t 
               std::to_string(begin + length) + ") runs past the data into the footer (byte " +
               std::to_string(data_end) + ")");
   return file.read_range(begin, length, "Bloom filter");
+}
+
+std::vector<column_info> leaf_column_infos(const random_access& file) {
+  const pq::file_metadata meta = pq::read_file_metadata(file);
+  std::vector<column_info> out;
+  for (const pq::leaf_column& leaf : pq::leaf_columns(meta, file.name()))
+    out.push_back(describe(file, meta, leaf));
+  return out;
 }
 
 column_filter_set read_column_filters(const random_access& file, const std::string& display_name,
@@ -217,12 +231,12 @@ column_filter_set read_column_filters(const random_access& file, const std::stri
 }  // namespace
 
 std::vector<column_info> columns(const std::string& path) {
-  const pq::random_access_file file(path);
-  const pq::file_metadata meta = pq::read_file_metadata(file);
-  std::vector<column_info> out;
-  for (const pq::leaf_column& leaf : pq::leaf_columns(meta, file.name()))
-    out.push_back(describe(file, meta, leaf));
-  return out;
+  return leaf_column_infos(pq::random_access_file(path));
+}
+
+std::vector<column_info> columns(const std::uint8_t* data, std::size_t size, const std::string& name) {
+  detail::check_buffer("parquet::columns", data, size);
+  return leaf_column_infos(pq::random_access_memory("'" + name + "'", data, size));
 }
 
 column_filter_set column_filters(const std::string& path, const std::string& column,

@@ -753,6 +753,24 @@ TEST(ParquetIo, RawBitsetMustBeAPositiveMultipleOf32Bytes) {
   EXPECT_THROW(gbf::to_parquet_sbbf(f), gbf::invalid_argument);
 }
 
+TEST(ParquetIo, AGbfFileReadAsAnSbbfIsNamedForWhatItIs) {
+  // Padded to a multiple of 32 bytes, a gbf file read without a header loaded its
+  // container as bits; with one, the Thrift parser named a field it failed on.
+  const gbf::filter f = filled_filter(layout_of(8, 8, 64));
+  bytes file = gbf::serialize(f, 0.01);
+  for (const std::size_t size : {file.size(), (file.size() + 31) / 32 * 32}) {
+    file.resize(size, 0);
+    for (bool with_header : {true, false})
+      EXPECT_HAS(parquet_error(file, with_header), "this is a gbf filter file (it starts with \"GBFBLOOM\")");
+  }
+  // A bitset is read whole after the bytes looked at first, header or none.
+  const bytes bitset = gbf::to_parquet_sbbf(f, false);
+  EXPECT_EQ(gbf::from_parquet_sbbf(bitset.data(), bitset.size(), false, cpu_options()).words(), f.words());
+  const bytes short_bitset(32, 0x5A);
+  EXPECT_EQ(gbf::from_parquet_sbbf(short_bitset.data(), 32, false, cpu_options()).words(),
+            std::vector<std::uint32_t>(8, 0x5A5A5A5Au));
+}
+
 TEST(ParquetIo, FileRoundTripWithAndWithoutHeader) {
   temp_dir dir;
   // 1 MiB + header crosses the reader's 1 MiB buffer.

@@ -211,6 +211,28 @@ def extra_checks(con, gbf, paths, truth_s, workdir, failures):
     if r.returncode != 1 or "line 3: 'not-a-number' is not a decimal integer" not in r.stderr:
         failures.append(f"a non-integer key for an INT64 column: rc {r.returncode}, stderr {r.stderr!r}")
 
+    # A raw .u32 / .u64 file carries no sign: keys of the column's width are its values
+    # with those bytes, so negative ids written raw find the same row groups as in text.
+    for column, width in (("i32", 4), ("i64", 8)):
+        negative = con.execute(f"SELECT min({column}) FROM read_parquet(?)", [f1]).fetchone()[0]
+        assert negative < 0, f"the fixture's {column} column has no negative value"
+        text_keys = os.path.join(workdir, f"negative-{column}.txt")
+        raw_keys = os.path.join(workdir, f"negative-{column}.u{width * 8}")
+        with open(text_keys, "w") as f:
+            f.write(f"{negative}\n")
+        with open(raw_keys, "wb") as f:
+            f.write(negative.to_bytes(width, "little", signed=True))
+        answers = [run([gbf, "parquet", f1, "--column", column, "--keys", keys, "--per-key", "-q"],
+                       check=True).stdout.splitlines()[1].split("\t")[1] for keys in (text_keys, raw_keys)]
+        if not answers[0] or answers[1] != answers[0]:
+            failures.append(f"{column} value {negative}: as text in {answers[0]!r}, "
+                            f"from a raw u{width * 8} file in {answers[1]!r}")
+
+    # Integer keys cannot probe a string column: the error names the key file and the column.
+    r = run([gbf, "parquet", f1, "--column", "s", "--keys", os.path.join(workdir, "negative-i64.u64"), "-q"])
+    if r.returncode != 1 or "negative-i64.u64' holds u64 integer keys, and column 's' is BYTE_ARRAY" not in r.stderr:
+        failures.append(f"u64 keys for a string column: rc {r.returncode}, stderr {r.stderr!r}")
+
     # Extracted filters are the file's bitsets, byte for byte.
     meta = con.execute("SELECT row_group_id, path_in_schema, bloom_filter_offset, bloom_filter_length "
                        "FROM parquet_metadata(?) WHERE path_in_schema IN ('i32', 'i64', 's')", [f1]).fetchall()
