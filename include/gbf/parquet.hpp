@@ -71,6 +71,10 @@ struct column_info {
 
 /// The leaf columns of the Parquet file at `path`, in schema order; io_error, format_error.
 std::vector<column_info> columns(const std::string& path);
+/// The same, for a whole Parquet file held in memory (`size` bytes at `data`); errors
+/// name the file `name`.
+std::vector<column_info> columns(const std::uint8_t* data, std::size_t size,
+                                 const std::string& name = "Parquet data");
 
 /// One row group's Bloom filter for a column.
 struct row_group_filter {

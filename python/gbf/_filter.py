@@ -4,12 +4,14 @@ copies, set operators and the dataclasses)."""
 
 from __future__ import annotations
 
+import operator
 import os
 import pickle
 from dataclasses import dataclass
-from typing import BinaryIO, Optional, SupportsIndex, Type, Union
+from typing import Any, BinaryIO, Optional, SupportsIndex, Type, Union
 
 from . import _core
+from ._errors import InvalidArgument
 
 PathOrFile = Union[str, "os.PathLike[str]", BinaryIO]
 
@@ -32,6 +34,15 @@ class Layout:
     bits_per_key: int = 8
     seed: int = 0
     num_blocks: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        # The ranges the binding's integers hold; which W, k and sizes are valid is the
+        # library's to say (gbf.InvalidArgument naming the field).
+        _count(self.words_per_block, "words_per_block", 32)
+        _count(self.bits_per_key, "bits_per_key", 32)
+        _count(self.seed, "seed")
+        if self.num_blocks is not None:
+            _count(self.num_blocks, "num_blocks")
 
     @classmethod
     def parse(cls, text: str) -> "Layout":
@@ -161,18 +172,23 @@ class Filter(_core.FilterBase):
     ) -> None:
         target = 0.01 if fpp is None else float(fpp)
         if layout == "parquet":
-            made = _core._parquet_compatible(_capacity(capacity, "layout='parquet'"), target, backend, threads)
+            made = _core._parquet_compatible(_capacity(capacity, "layout='parquet'"), target, backend,
+                                             _count(threads, "threads", 32))
         else:
-            shape = Layout.parse(layout) if isinstance(layout, str) else layout or Layout()
+            shape = Layout.parse(layout) if isinstance(layout, str) else Layout() if layout is None else layout
             if not isinstance(shape, Layout):
                 raise TypeError(f"layout must be None, 'parquet', 'W/K[/SEED]' or a gbf.Layout, "
                                 f"not {type(layout).__name__}")
             if shape.num_blocks is None:
                 made = _core._create(_capacity(capacity, "sizing"), target, backend, shape.words_per_block,
-                                     shape.bits_per_key, shape.seed, threads)
+                                     shape.bits_per_key, shape.seed, _count(threads, "threads", 32))
             else:
+                if fpp is not None and not 0 < target < 1:  # the binding reads 0 as None
+                    raise InvalidArgument(f"fpp must be in (0, 1), or None (unknown) with an explicit "
+                                          f"layout; got {fpp!r}")
                 made = _core._from_layout(shape.words_per_block, shape.bits_per_key, shape.seed, shape.num_blocks,
-                                          capacity or 0, 0.0 if fpp is None else target, backend, threads)
+                                          0 if capacity is None else _count(capacity, "capacity"),
+                                          0.0 if fpp is None else target, backend, _count(threads, "threads", 32))
         super().__init__(made)
 
     @classmethod
@@ -279,30 +295,43 @@ class Filter(_core.FilterBase):
                             self.threads, type(self)))
 
     def __ior__(self, other: "Filter") -> "Filter":
+        if not isinstance(other, _core.FilterBase):
+            return NotImplemented
         self.merge(other)
         return self
 
     def __iand__(self, other: "Filter") -> "Filter":
+        if not isinstance(other, _core.FilterBase):
+            return NotImplemented
         self.intersect(other)
         return self
 
     def __ixor__(self, other: "Filter") -> "Filter":
+        if not isinstance(other, _core.FilterBase):
+            return NotImplemented
         self.symmetric_difference(other)
         return self
 
     # f | f is f |= f on a copy: a filter combined with itself (keys_added not doubled),
-    # not with another filter that happens to hold the same keys.
+    # not with another filter that happens to hold the same keys. Anything but a plain
+    # filter (an int, a CountingFilter) is NotImplemented: Python's TypeError names both.
     def __or__(self, other: "Filter") -> "Filter":
+        if not isinstance(other, _core.FilterBase):
+            return NotImplemented
         result = self.copy()
         result.merge(result if other is self else other)
         return result
 
     def __and__(self, other: "Filter") -> "Filter":
+        if not isinstance(other, _core.FilterBase):
+            return NotImplemented
         result = self.copy()
         result.intersect(result if other is self else other)
         return result
 
     def __xor__(self, other: "Filter") -> "Filter":
+        if not isinstance(other, _core.FilterBase):
+            return NotImplemented
         result = self.copy()
         result.symmetric_difference(result if other is self else other)
         return result
@@ -316,7 +345,25 @@ class Filter(_core.FilterBase):
 def _capacity(capacity: Optional[int], why: str) -> int:
     if capacity is None:
         raise TypeError(f"Filter() needs capacity= for {why} (or a Layout with num_blocks)")
-    return int(capacity)
+    return _count(capacity, "capacity")
+
+
+def _count(value: Any, name: str, bits: int = 64) -> int:
+    """A count argument (capacity, threads, ...) as the binding's unsigned integer of `bits`
+    bits: an int, a NumPy integer or a whole float (1e6). TypeError for other types,
+    ValueError for a fraction, gbf.InvalidArgument outside [0, 2**bits)."""
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError(f"{name} must be a whole number, got {value!r}")
+        number = int(value)
+    else:
+        try:
+            number = operator.index(value)
+        except TypeError:
+            raise TypeError(f"{name} must be an integer, not {type(value).__name__}") from None
+    if not 0 <= number < 2**bits:
+        raise InvalidArgument(f"{name} must be in [0, 2**{bits}), got {number}")
+    return number
 
 
 def _unpickle(data: bytes, backend: str, threads: int, cls: Optional[Type[Filter]] = None) -> Filter:

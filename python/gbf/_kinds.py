@@ -28,7 +28,7 @@ from typing import Any, List, Optional, SupportsIndex, Tuple, Type, TypeVar, Uni
 import numpy as np
 
 from . import _core
-from ._filter import Filter, Layout
+from ._filter import Filter, Layout, _count
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -45,7 +45,7 @@ def _select(found: Any) -> Any:
 
 
 def _shape(layout: Union[None, str, Layout]) -> Layout:
-    shape = Layout.parse(layout) if isinstance(layout, str) else layout or Layout()
+    shape = Layout.parse(layout) if isinstance(layout, str) else Layout() if layout is None else layout
     if not isinstance(shape, Layout):
         raise TypeError(f"layout must be None, 'W/K[/SEED]' or a gbf.Layout, not {type(layout).__name__}")
     if shape.num_blocks is not None:
@@ -178,8 +178,10 @@ class CountingFilter(_FileBacked, _core.CountingFilterBase):
     def __init__(self, capacity: int, fpp: float = 0.01, *, backend: str = "auto", counter_bits: int = 4,
                  layout: Union[None, str, Layout] = None, threads: int = 0) -> None:
         s = _shape(layout)
-        super().__init__(_core._counting_create(int(capacity), float(fpp), backend, s.words_per_block,
-                                                s.bits_per_key, s.seed, int(counter_bits), threads))
+        super().__init__(_core._counting_create(_count(capacity, "capacity"), float(fpp), backend,
+                                                s.words_per_block, s.bits_per_key, s.seed,
+                                                _count(counter_bits, "counter_bits", 32),
+                                                _count(threads, "threads", 32)))
 
     @classmethod
     def _adopt(cls, made: Any) -> "CountingFilter":
@@ -304,9 +306,10 @@ class ScalingFilter(_FileBacked, _core.ScalingFilterBase):
                  tightening: float = 0.5, non_scaling: bool = False, layout: Union[None, str, Layout] = None,
                  threads: int = 0) -> None:
         s = _shape(layout)
-        super().__init__(_core._scaling_create(int(capacity), float(fpp), backend, s.words_per_block,
-                                               s.bits_per_key, s.seed, int(expansion), float(tightening),
-                                               bool(non_scaling), threads))
+        super().__init__(_core._scaling_create(_count(capacity, "capacity"), float(fpp), backend,
+                                               s.words_per_block, s.bits_per_key, s.seed,
+                                               _count(expansion, "expansion", 32), float(tightening),
+                                               bool(non_scaling), _count(threads, "threads", 32)))
 
     @classmethod
     def _adopt(cls, made: Any) -> "ScalingFilter":
@@ -409,8 +412,9 @@ class CuckooFilter(_FileBacked, _core.CuckooFilterBase):
     _load_core = staticmethod(_core._cuckoo_load)
     def __init__(self, capacity: int, fpp: float = 0.01, *, backend: str = "auto", tag_bits: int = 0,
                  max_kicks: int = _core.cuckoo_default_max_kicks, seed: int = 0, threads: int = 0) -> None:
-        super().__init__(_core._cuckoo_create(int(capacity), float(fpp), backend, int(tag_bits), int(max_kicks),
-                                              int(seed), threads))
+        super().__init__(_core._cuckoo_create(_count(capacity, "capacity"), float(fpp), backend,
+                                              _count(tag_bits, "tag_bits", 32), _count(max_kicks, "max_kicks", 32),
+                                              _count(seed, "seed"), _count(threads, "threads", 32)))
 
     @classmethod
     def _adopt(cls, made: Any) -> "CuckooFilter":

@@ -102,10 +102,10 @@ def _source(source: Any) -> Any:
     return source
 
 
-def columns(path: Union[str, "os.PathLike[str]"]) -> List[Column]:
-    """The leaf columns of the Parquet file at `path`, in schema order (OSError,
-    gbf.FormatError)."""
-    return [Column(*c) for c in _core._parquet_columns(os.fsdecode(os.fspath(path)))]
+def columns(source: Source) -> List[Column]:
+    """The leaf columns of a Parquet file (a path, or the file's bytes), in schema order
+    (OSError, gbf.FormatError)."""
+    return [Column(*c) for c in _core._parquet_columns(_source(source))]
 
 
 def column_filters(source: Source, column: str, allow_missing: bool = False, *, backend: str = "cpu",

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -89,6 +90,16 @@ inline constexpr std::size_t default_cpu_chunk_keys = std::size_t{1} << 22;
 /// and kernels over 4 Mi-key staging chunks on 3 streams, so each call feeds it 8 of them.
 inline constexpr std::size_t default_gpu_chunk_keys = std::size_t{1} << 25;
 
+/// chunk_keys as a filter keeps it: at least 1, rounded up to a multiple of 8 so that each
+/// chunk's slice of a validity bitmap starts on a byte. ValueError past the largest such.
+inline std::size_t checked_chunk_keys(std::size_t keys) {
+  constexpr std::size_t most = std::numeric_limits<std::size_t>::max() / 8 * 8;
+  if (keys == 0) throw nb::value_error("chunk_keys must be at least 1");
+  if (keys > most)
+    throw nb::value_error(("chunk_keys must be at most " + std::to_string(most)).c_str());
+  return (keys + 7) / 8 * 8;
+}
+
 /// The bytes the OS takes for a file path given as a Python str or bytes: a str is
 /// encoded as os.fsencode does (surrogateescape: any name os.listdir returns, which
 /// nanobind's strict-UTF-8 std::string caster refuses). ValueError for a NUL byte: no
@@ -105,8 +116,12 @@ inline std::string os_path(nb::handle path) {
   }
   std::string bytes(PyBytes_AS_STRING(encoded.ptr()), static_cast<std::size_t>(PyBytes_GET_SIZE(encoded.ptr())));
   if (bytes.find('\0') != std::string::npos) {
-    PyErr_Format(PyExc_ValueError, "the path %R holds a NUL byte, which no file name can", path.ptr());
-    throw nb::python_error();
+    // A file's contents passed as its path would be quoted whole: the first bytes say enough.
+    constexpr std::size_t shown = 60;
+    std::string quoted = nb::repr(path).c_str();
+    if (quoted.size() > shown)
+      quoted = quoted.substr(0, shown) + "... (" + std::to_string(bytes.size()) + " bytes)";
+    throw nb::value_error(("the path " + quoted + " holds a NUL byte, which no file name can").c_str());
   }
   return bytes;
 }

@@ -383,19 +383,49 @@ void read_arrow_array(const char* format, const ArrowArray& array, host_keys& ke
   const std::string f = format ? format : "";
   const auto n = static_cast<std::size_t>(array.length);
   const auto offset = static_cast<std::size_t>(array.offset);
-  if (array.n_children != 0 || array.dictionary != nullptr)
-    throw nb::type_error(("Arrow arrays of format '" + f +
-                          "' are not keys (gbf reads integer, string and binary arrays; decode "
-                          "dictionaries first)")
+  if (array.dictionary != nullptr)
+    throw nb::type_error(("Arrow dictionary arrays (here of '" + f +
+                          "' indices) are not keys: decode them first (pyarrow: "
+                          "array.dictionary_decode(); pandas: a categorical's astype to its "
+                          "categories' dtype)")
                              .c_str());
-  const auto* validity_bits = static_cast<const std::uint8_t*>(array.buffers[0]);
-  const std::uint8_t* validity = nullptr;
-  if (array.null_count != 0 && validity_bits != nullptr && n > 0)
-    validity = shifted_bitmap(validity_bits, offset, n, keys);
+  if (array.n_children != 0)
+    throw nb::type_error(("Arrow arrays of nested format '" + f +
+                          "' are not keys: gbf reads integer, string and binary arrays")
+                             .c_str());
   key_piece piece;
   piece.count = n;
-  piece.validity = validity;
-  if (f == "u" || f == "z" || f == "U" || f == "Z") {
+  if (f == "n") {
+    // The null type (pa.nulls(n), pa.array([None])) has no buffers at all: every key
+    // is null, so none is added and none is found, as with the nulls of a typed
+    // array. Zeroed keys stand behind the all-clear validity (the kernels may read
+    // a null's slot).
+    std::uint8_t* zeros = keys.allocate(n * sizeof(std::uint64_t));
+    std::memset(zeros, 0, n * sizeof(std::uint64_t));
+    std::uint8_t* none = keys.allocate((n + 7) / 8);
+    std::memset(none, 0, (n + 7) / 8);
+    piece.kind = key_kind::u64;
+    piece.data = zeros;
+    piece.validity = none;
+    keys.add_piece(piece);
+    return;
+  }
+  const bool text = f == "u" || f == "z" || f == "U" || f == "Z";
+  const bool u32 = f == "i" || f == "I";
+  const bool u64 = f == "l" || f == "L";
+  // The C interface fixes the buffer count per format (validity, then offsets and
+  // data, or values); a producer that sends fewer would have us read past its list.
+  const std::int64_t needed = text ? 3 : 2;
+  if ((text || u32 || u64) && (array.n_buffers < needed || array.buffers == nullptr))
+    throw nb::value_error(("Arrow array of format '" + f + "' with " + std::to_string(array.n_buffers) +
+                           " buffers; the Arrow C data interface gives it " + std::to_string(needed))
+                              .c_str());
+  if (text || u32 || u64) {
+    const auto* validity_bits = static_cast<const std::uint8_t*>(array.buffers[0]);
+    if (array.null_count != 0 && validity_bits != nullptr && n > 0)
+      piece.validity = shifted_bitmap(validity_bits, offset, n, keys);
+  }
+  if (text) {
     const bool large = f == "U" || f == "Z";
     piece.kind = large ? key_kind::str64 : key_kind::str32;
     piece.data = array.buffers[2];
@@ -414,22 +444,6 @@ void read_arrow_array(const char* format, const ArrowArray& array, host_keys& ke
     keys.add_piece(piece);
     return;
   }
-  if (f == "n") {
-    // The null type (pa.nulls(n), pa.array([None])): every key is null, so none is
-    // added and none is found, as with the nulls of a typed array. Zeroed keys
-    // stand behind the all-clear validity (the kernels may read a null's slot).
-    std::uint8_t* zeros = keys.allocate(n * sizeof(std::uint64_t));
-    std::memset(zeros, 0, n * sizeof(std::uint64_t));
-    std::uint8_t* none = keys.allocate((n + 7) / 8);
-    std::memset(none, 0, (n + 7) / 8);
-    piece.kind = key_kind::u64;
-    piece.data = zeros;
-    piece.validity = none;
-    keys.add_piece(piece);
-    return;
-  }
-  const bool u32 = f == "i" || f == "I";
-  const bool u64 = f == "l" || f == "L";
   if (u32 || u64) {
     piece.kind = u32 ? key_kind::u32 : key_kind::u64;
     piece.is_signed = f == "i" || f == "l";
@@ -442,6 +456,7 @@ void read_arrow_array(const char* format, const ArrowArray& array, host_keys& ke
   if (f == "c" || f == "C" || f == "s" || f == "S")
     why += "; widen 8- and 16-bit integers to 32 or 64 bits first (the width is part of the key)";
   if (f == "vu" || f == "vz") why += "; cast string_view to large_string first";
+  if (f.rfind("w:", 0) == 0) why += "; cast fixed_size_binary to binary first (the same bytes)";
   throw nb::type_error(why.c_str());
 }
 
@@ -567,8 +582,10 @@ host_keys read_host_keys(nb::handle obj) {
       PyErr_Clear();
       throw_not_keys(obj, expected);
     }
-    // NumPy wraps any object in a 0-d object array: that is not an array of keys.
-    if (PyArray_DESCR(reinterpret_cast<PyArrayObject*>(array.ptr()))->kind == 'O')
+    // NumPy wraps any object in a 0-d object array: that is not an array of keys. An
+    // object array that __array__ gave (a pandas Index of str) is one, like any other.
+    const auto* as_array = reinterpret_cast<PyArrayObject*>(array.ptr());
+    if (PyArray_DESCR(as_array)->kind == 'O' && PyArray_NDIM(as_array) == 0)
       throw_not_keys(obj, expected);
     read_numpy(array, keys);
   }

@@ -232,10 +232,7 @@ nb::class_<py_kind<F>> bind_common(nb::module_& m, const char* name, const char*
   cls.def_prop_ro("_fpp", [](self_t& self) { return self.fpp; });
   cls.def_prop_rw(
       "chunk_keys", [](self_t& self) { return self.chunk_keys; },
-      [](self_t& self, std::size_t keys) {
-        if (keys == 0) throw nb::value_error("chunk_keys must be at least 1");
-        self.chunk_keys = (keys + 7) / 8 * 8;  // keeps validity bitmap slices byte-aligned
-      });
+      [](self_t& self, std::size_t keys) { self.chunk_keys = checked_chunk_keys(keys); });
   // copy(): the library's copy_to, a slice at a time (through the file bytes it held
   // three copies of the filter at once).
   cls.def("_copy", [](self_t& self, const std::string& where, unsigned threads) {

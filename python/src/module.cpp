@@ -430,11 +430,8 @@ void init_module(nb::module_& m) {
   cls.def_prop_ro("num_bits", [](py_filter& self) { return self.f.layout().num_bits(); });
   cls.def_prop_rw(
       "chunk_keys", [](py_filter& self) { return self.chunk_keys; },
-      [](py_filter& self, std::size_t keys) {
-        if (keys == 0) throw nb::value_error("chunk_keys must be at least 1");
-        // A multiple of 8 keeps each chunk's slice of a validity bitmap byte-aligned.
-        self.chunk_keys = (keys + 7) / 8 * 8;
-      }, docs::chunk_keys);
+      [](py_filter& self, std::size_t keys) { self.chunk_keys = checked_chunk_keys(keys); },
+      docs::chunk_keys);
 
   bind_timing(m);
   bind_parquet(m);

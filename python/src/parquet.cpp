@@ -1,6 +1,6 @@
 // gbf.parquet's C++ half: gbf::parquet (include/gbf/parquet.hpp) for Python.
 //
-//   _parquet_columns(path)                          -> [(path, type, is_unsigned, type_length)]
+//   _parquet_columns(source)                        -> [(path, type, is_unsigned, type_length)]
 //   _parquet_column_filters(source, column, ...)    -> (file, column tuple, [(row_group,
 //                                                      num_rows, column_bytes, _NewFilter | None)])
 //   _PrunerBase(sources, column, ...)               the pruner over many files
@@ -41,13 +41,14 @@ pq::read_options read_options_for(bool allow_missing, const std::string& where, 
   return o;
 }
 
-// Reads `source` (a path, or the bytes of a Parquet file) with the GIL released.
-pq::column_filter_set read_source(nb::handle source, const std::string& column,
-                                  const pq::read_options& opts) {
+// Calls from_path(path) or from_bytes(data, size) for `source` (a path, or the
+// bytes of a whole Parquet file), with the GIL released.
+template <class FromPath, class FromBytes>
+auto with_source(nb::handle source, FromPath&& from_path, FromBytes&& from_bytes) {
   if (PyUnicode_Check(source.ptr())) {
     const std::string path = os_path(source);
     nb::gil_scoped_release release;
-    return pq::column_filters(path, column, opts);
+    return from_path(path);
   }
   Py_buffer view{};
   if (PyObject_GetBuffer(source.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) {
@@ -59,8 +60,16 @@ pq::column_filter_set read_source(nb::handle source, const std::string& column,
     ~release_view() { PyBuffer_Release(v); }
   } guard{&view};
   nb::gil_scoped_release release;
-  return pq::column_filters(static_cast<const std::uint8_t*>(view.buf),
-                            static_cast<std::size_t>(view.len), column, opts, "Parquet bytes");
+  return from_bytes(static_cast<const std::uint8_t*>(view.buf), static_cast<std::size_t>(view.len));
+}
+
+pq::column_filter_set read_source(nb::handle source, const std::string& column,
+                                  const pq::read_options& opts) {
+  return with_source(
+      source, [&](const std::string& path) { return pq::column_filters(path, column, opts); },
+      [&](const std::uint8_t* data, std::size_t size) {
+        return pq::column_filters(data, size, column, opts, "Parquet bytes");
+      });
 }
 
 nb::object numpy_copy(const void* data, std::size_t n, int type, std::size_t itemsize) {
@@ -102,13 +111,10 @@ struct py_pruner {
 }  // namespace
 
 void bind_parquet(nb::module_& m) {
-  m.def("_parquet_columns", [](nb::handle path_object) {
-    const std::string path = os_path(path_object);
-    std::vector<pq::column_info> columns;
-    {
-      nb::gil_scoped_release release;
-      columns = pq::columns(path);
-    }
+  m.def("_parquet_columns", [](nb::handle source) {
+    const std::vector<pq::column_info> columns = with_source(
+        source, [](const std::string& path) { return pq::columns(path); },
+        [](const std::uint8_t* data, std::size_t size) { return pq::columns(data, size, "Parquet bytes"); });
     nb::list out;
     for (const auto& c : columns) out.append(column_tuple(c));
     return out;

@@ -71,10 +71,54 @@ def test_construction_variants():
     (dict(capacity=100, backend="tpu"), ValueError, "backend"),
     (dict(), TypeError, "capacity"),
     (dict(capacity=10**9, layout="parquet"), gbf.InvalidArgument, "128 MiB"),
+    # An explicit layout reads fpp=None as unknown; 0 is no probability (it read it as None).
+    (dict(layout=gbf.Layout(8, 8, 0, num_blocks=64), fpp=0), gbf.InvalidArgument, "fpp must be in"),
+    (dict(layout=gbf.Layout(8, 8, 0, num_blocks=64), fpp=1), gbf.InvalidArgument, "fpp must be in"),
+    # Out of the binding's integer ranges: named, not nanobind's "incompatible arguments".
+    (dict(capacity=-1), gbf.InvalidArgument, "capacity must be in \\[0, 2\\*\\*64\\), got -1"),
+    (dict(capacity=100, threads=-1), gbf.InvalidArgument, "threads must be in \\[0, 2\\*\\*32\\)"),
+    (dict(capacity=100, threads=2**32), gbf.InvalidArgument, "threads"),
+    (dict(capacity=1.5), ValueError, "capacity must be a whole number, got 1.5"),
+    (dict(capacity="100"), TypeError, "capacity must be an integer, not str"),
+    (dict(layout=gbf.Layout(8, 8, 0, num_blocks=64), capacity=-5), gbf.InvalidArgument, "capacity"),
+    # Only None is the default layout (an empty dict or 0 was taken for it).
+    (dict(capacity=100, layout={}), TypeError, "not dict"),
+    (dict(capacity=100, layout=0), TypeError, "not int"),
 ])
 def test_bad_construction_names_the_problem(kwargs, error, words):
     with pytest.raises(error, match=words):
         gbf.Filter(**kwargs)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: gbf.Layout(8, 8, -1), lambda: gbf.Layout(8, 8, 2**64), lambda: gbf.Layout(-8, 8),
+    lambda: gbf.Layout(8, 8, 0, num_blocks=-1), lambda: gbf.CountingFilter(-1),
+    lambda: gbf.CountingFilter(100, counter_bits=-4), lambda: gbf.ScalingFilter(100, expansion=-2),
+    lambda: gbf.CuckooFilter(100, max_kicks=-1), lambda: gbf.CuckooFilter(100, seed=-1),
+    lambda: gbf.ScalingFilter(100, threads=-1)])
+def test_out_of_range_integers_are_invalid_arguments_naming_the_field(make):
+    with pytest.raises(gbf.InvalidArgument, match="must be in \\[0, 2\\*\\*(32|64)\\), got"):
+        make()
+
+
+def test_whole_float_capacities_are_capacities():
+    assert gbf.Filter(1e6, 0.01).capacity == 1_000_000
+    assert gbf.CountingFilter(1e4).capacity == 10_000
+    assert gbf.Filter(np.int32(500)).capacity == 500
+
+
+@pytest.mark.parametrize("make", [lambda: gbf.Filter(100, 0.01), lambda: gbf.CountingFilter(100),
+                                  lambda: gbf.ScalingFilter(100), lambda: gbf.CuckooFilter(100)])
+def test_chunk_keys_refuses_what_it_cannot_round_up(make):
+    # Rounding 2**64 - 1 up to a multiple of 8 wrapped to 0, and every batch then looped forever.
+    f = make()
+    for bad in (0, 2**64 - 7, 2**64 - 1):
+        with pytest.raises(ValueError, match="chunk_keys must be at (least 1|most 18446744073709551608)"):
+            f.chunk_keys = bad
+    f.chunk_keys = 2**64 - 8
+    assert f.chunk_keys == 2**64 - 8
+    f.add(np.arange(10, dtype=np.int64))
+    assert f.contains(np.arange(10, dtype=np.int64)).all()
 
 
 def test_invalid_argument_is_a_value_error():
@@ -175,6 +219,18 @@ def test_set_operators_and_layout_mismatch(rng):
         a &= gbf.Filter(5_000, 0.01, layout="8/8/1")
     with pytest.raises(TypeError):
         a.merge("not a filter")
+    # Operators with something that is not a plain filter are Python's TypeError naming
+    # both operands, and leave the filter as it was.
+    before = a.words().copy()
+    for other in (5, "x", gbf.CountingFilter(5_000)):
+        for combine in (lambda: a | other, lambda: a & other, lambda: a ^ other):
+            with pytest.raises(TypeError, match="unsupported operand type"):
+                combine()
+        with pytest.raises(TypeError, match="unsupported operand type"):
+            a |= other
+        with pytest.raises(TypeError, match="unsupported operand type"):
+            a ^= other
+    assert np.array_equal(a.words(), before)
 
 
 def test_xor_is_the_delta_that_turns_one_version_of_a_filter_into_the_other(rng):

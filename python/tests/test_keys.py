@@ -2,6 +2,7 @@
 whatever array holds it; odd arrays are copied or refused, never misread."""
 
 import array
+import ctypes
 
 import numpy as np
 import pyarrow as pa
@@ -259,6 +260,65 @@ def test_arrow_null_type_arrays_are_all_nulls():
     g = gbf.Filter(100, 0.001)
     assert g.add_new(pa.nulls(3)).tolist() == [False] * 3
     assert g.select(pa.nulls(4)).tolist() == []
+
+
+class _ArrowArray(ctypes.Structure):
+    _fields_ = [("length", ctypes.c_int64), ("null_count", ctypes.c_int64), ("offset", ctypes.c_int64),
+                ("n_buffers", ctypes.c_int64), ("n_children", ctypes.c_int64),
+                ("buffers", ctypes.c_void_p), ("children", ctypes.c_void_p), ("dictionary", ctypes.c_void_p),
+                ("release", ctypes.c_void_p), ("private_data", ctypes.c_void_p)]
+
+
+class _Exported:
+    """An Arrow array exported through the C data interface with its ArrowArray struct
+    edited as another producer might send it (pyarrow's release callback ignores both fields)."""
+
+    def __init__(self, array, **fields):
+        self.array, self.fields = array, fields
+
+    def __arrow_c_array__(self, requested_schema=None):
+        schema, exported = self.array.__arrow_c_array__()
+        pointer = ctypes.pythonapi.PyCapsule_GetPointer
+        pointer.restype, pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+        struct = _ArrowArray.from_address(pointer(exported, b"arrow_array"))
+        for name, value in self.fields.items():
+            setattr(struct, name, value)
+        return schema, exported
+
+
+def test_arrow_arrays_are_read_by_their_buffer_count():
+    # The null type has no buffers: a producer may send a NULL (or dangling) buffer list,
+    # which gbf must not read (it read buffers[0] first and crashed). A producer that sends
+    # fewer buffers than a format has is refused rather than read past its list.
+    f = gbf.Filter(100, 0.001, backend="cpu")
+    assert f.contains(_Exported(pa.nulls(10), buffers=None)).tolist() == [False] * 10
+    f.add(_Exported(pa.nulls(5), buffers=None))
+    assert f.stats().keys_added == 0
+    for array, needed in ((pa.array([1, 2], type=pa.int64()), 2), (pa.array(["a", "b"]), 3)):
+        with pytest.raises(ValueError, match=f"with 1 buffers; the Arrow C data interface gives it {needed}"):
+            f.add(_Exported(array, n_buffers=1))
+    assert f.stats().keys_added == 0
+
+
+def test_arrow_dictionary_and_nested_arrays_are_refused_naming_what_they_are():
+    with pytest.raises(TypeError, match="dictionary arrays .* decode them first"):
+        gbf.Filter(100, 0.01).add(pa.array(["a", "b", "a"]).dictionary_encode())
+    with pytest.raises(TypeError, match="nested format '\\+l'"):
+        gbf.Filter(100, 0.01).add(pa.array([[1], [2]]))
+
+
+def test_object_arrays_from_dunder_array_are_string_keys():
+    # What a pandas Index of str gives: __array__ returning a 1-d object array.
+    class StringIndex:
+        def __array__(self, dtype=None, copy=None):
+            return np.array(["a", "bc", None], dtype=object)
+
+    f = gbf.Filter(100, 0.001, backend="cpu")
+    f.add(StringIndex())
+    assert f.contains(["a", "bc", "zz"]).tolist() == [True, True, False]
+    assert f.stats().keys_added == 2  # None is a null key
+    with pytest.raises(TypeError, match="cannot read keys from a object"):
+        f.add(object())
 
 
 def test_a_list_of_ints_in_int64_is_read_as_int64(f):

@@ -60,6 +60,20 @@ def test_columns_lists_leaf_columns_with_physical_types(files):
                                                 ("plain", "INT64")]
 
 
+def test_columns_reads_the_files_bytes_like_column_filters(files):
+    # As column_filters and Pruner take them; they were read as a path and quoted whole
+    # in a "holds a NUL byte" error.
+    path = files[0][0]
+    with open(path, "rb") as fh:
+        data = fh.read()
+    assert pq.columns(data) == pq.columns(memoryview(data)) == pq.columns(bytearray(data)) == pq.columns(path)
+    with pytest.raises(gbf.FormatError, match="Parquet bytes"):
+        pq.columns(data[:-5])
+    with pytest.raises(ValueError, match="holds a NUL byte") as raised:
+        gbf.load("PAR1" + "\0" * 100_000)
+    assert len(str(raised.value)) < 200  # the first bytes and the length, not the whole name
+
+
 @pytest.mark.parametrize("column", ["i32", "i64", "s"])
 def test_column_filters_hold_every_value_of_their_row_group(files, column):
     path, table = files[0][0], files[1][0]
