@@ -313,11 +313,13 @@ int main(int argc, char** argv) {
   add_keys_options(query_cmd, query.keys);
   add_format_options(query_cmd, {&query.target}, "--format", "Format of FILTER");
   add_no_header_flag(query_cmd, {&query.target});
-  query_cmd->add_option("--out", query.out, "Write one answer per key to this file (atomically)");
+  CLI::Option* out_opt =
+      query_cmd->add_option("--out", query.out, "Write one answer per key to this file (atomically)");
   query_cmd->add_option("--out-format", query.out_format,
                         "bytes (one 0/1 byte per key, default), bitmap (LSB-first bits, Arrow), "
                         "text (0/1 lines)")
-      ->transform(one_of(result_format_names));
+      ->transform(one_of(result_format_names))
+      ->needs(out_opt);
   CLI::Option* count_opt = query_cmd->add_flag("--count", query.count, "Print only the number of keys that may be present");
   CLI::Option* select_opt =
       query_cmd->add_flag("--select", query.select, "Print the keys that may be present, one per line");

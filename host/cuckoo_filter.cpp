@@ -119,9 +119,23 @@ cuckoo_layout cuckoo_size_for(std::uint64_t capacity, double fpp, const cuckoo_s
     if (!found || l.size_bytes() <= best.size_bytes()) best = l;  // ties: the wider tags
     found = true;
   }
-  if (!found)
-    throw invalid_argument("a cuckoo filter for " + std::to_string(capacity) + " keys at fpp " +
-                           detail::number_text(fpp) + " needs more than 2^32 - 1 buckets");
+  if (!found) {
+    // Say which promise no table keeps: the keys' room, or the fpp, which a table of
+    // f-bit tags lowers only by emptying itself (fpr ~ 2 x slots x load / 2^f).
+    cuckoo_layout widest;
+    widest.tag_bits = s.tag_bits != 0 ? s.tag_bits : 32u;
+    widest.num_buckets = cuckoo_max_buckets;
+    const std::string what = "a cuckoo filter for " + std::to_string(capacity) + " keys at fpp " +
+                             detail::number_text(fpp) + " needs more than 2^32 - 1 buckets";
+    const double room = cuckoo_max_load(widest.tag_bits) * static_cast<double>(widest.num_slots());
+    if (static_cast<double>(capacity) > room)
+      throw invalid_argument(what + ": the largest table holds about " + detail::number_text(room) + " keys");
+    throw invalid_argument(what + ": with " + std::to_string(widest.tag_bits) +
+                           "-bit tags" + (s.tag_bits != 0 ? "" : " (the widest)") +
+                           " the lowest fpp for that many keys is about " +
+                           detail::number_text(cuckoo_expected_fpr(widest, capacity)) +
+                           "; a Bloom filter reaches any fpp");
+  }
   return best;
 }
 

@@ -111,6 +111,9 @@ expect_rc 2 "$GBF" query f.gbf k.u64 --backend 0
 expect_err "'0' is not one of auto, cpu, gpu"
 expect_rc 2 "$GBF" query f.gbf k.u64 --out r.bin --out-format 2
 expect_err "'2' is not one of bitmap, bytes, text"
+# --out-format says how --out is written: alone it was silently ignored.
+expect_rc 2 "$GBF" query f.gbf k.u64 --out-format bitmap
+expect_err "--out-format requires --out"
 expect_rc 0 "$GBF" query f.gbf k.u64 --keys-format U64 --backend CPU --count -q
 expect_out 1000
 [[ -e x.gbf ]] && fail "a refused option wrote a file"

@@ -707,6 +707,26 @@ TEST(CuckooSizing, BadArgumentsAreNamed) {
             std::string::npos);
 }
 
+TEST(CuckooSizing, AnFppNoTableReachesSaysTheLowestItCan) {
+  // Too many keys for any table, or an fpp below what the widest tags give at the
+  // largest table: the error says which, and for the fpp the floor it can reach.
+  EXPECT_NE(message_of([] { cuckoo_size_for(1ull << 40, 0.01); }).find("the largest table holds about"),
+            std::string::npos);
+  const std::string low = message_of([] { cuckoo_size_for(100, 1e-30); });
+  EXPECT_NE(low.find("with 32-bit tags (the widest) the lowest fpp for that many keys is about"),
+            std::string::npos) << low;
+  cuckoo_shape eight;
+  eight.tag_bits = 8;
+  const std::string low8 = message_of([&] { cuckoo_size_for(100, 1e-15, eight); });
+  EXPECT_NE(low8.find("with 8-bit tags the lowest fpp"), std::string::npos) << low8;
+  // The floor it names is one a table then keeps.
+  cuckoo_layout largest;
+  largest.tag_bits = 32;
+  largest.num_buckets = cuckoo_max_buckets;
+  const double floor = cuckoo_expected_fpr(largest, 100);
+  EXPECT_LE(cuckoo_expected_fpr(cuckoo_size_for(100, floor * 1.01), 100), floor * 1.01);
+}
+
 // ---------------------------------------------------------------------------
 // Files
 // ---------------------------------------------------------------------------
