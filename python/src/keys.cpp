@@ -413,14 +413,14 @@ void read_arrow_array(const char* format, const ArrowArray& array, host_keys& ke
   const bool text = f == "u" || f == "z" || f == "U" || f == "Z";
   const bool u32 = f == "i" || f == "I";
   const bool u64 = f == "l" || f == "L";
-  // The C interface fixes the buffer count per format (validity, then offsets and
-  // data, or values); a producer that sends fewer would have us read past its list.
-  const std::int64_t needed = text ? 3 : 2;
-  if ((text || u32 || u64) && (array.n_buffers < needed || array.buffers == nullptr))
-    throw nb::value_error(("Arrow array of format '" + f + "' with " + std::to_string(array.n_buffers) +
-                           " buffers; the Arrow C data interface gives it " + std::to_string(needed))
-                              .c_str());
   if (text || u32 || u64) {
+    // The C interface fixes the buffer count per format (validity, then offsets and
+    // data, or values); a producer that sends fewer would have us read past its list.
+    const std::int64_t needed = text ? 3 : 2;
+    if (array.n_buffers < needed || array.buffers == nullptr)
+      throw nb::value_error(("Arrow array of format '" + f + "' with " + std::to_string(array.n_buffers) +
+                             " buffers; the Arrow C data interface gives it " + std::to_string(needed))
+                                .c_str());
     const auto* validity_bits = static_cast<const std::uint8_t*>(array.buffers[0]);
     if (array.null_count != 0 && validity_bits != nullptr && n > 0)
       piece.validity = shifted_bitmap(validity_bits, offset, n, keys);
