@@ -151,8 +151,10 @@ std::uint64_t parse_count(const std::string& text) {
 double parse_mib(const std::string& text) {
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || end == nullptr || *end != '\0' || !(v > 0) || v > 128 * 1024)
-    throw usage_error("--filter-mib: '" + text + "' is not a size in MiB in (0, 131072]");
+  constexpr double one_block_mib = 32.0 / 1048576.0;
+  if (text.empty() || end == nullptr || *end != '\0' || !(v >= one_block_mib) || v > 128 * 1024)
+    throw usage_error("--filter-mib: '" + text +
+                      "' is not a size in MiB from 32 B (one block, 0.000030517578125) to 131072");
   return v;
 }
 
@@ -595,17 +597,22 @@ std::vector<filter_case> cases_of(const bench_options& opts) {
   std::vector<double> mibs;
   if (opts.filter_mib.empty()) mibs = default_mibs(opts.full, caches);
   for (const std::string& t : opts.filter_mib) mibs.push_back(parse_mib(t));
-  std::sort(mibs.begin(), mibs.end());
-  mibs.erase(std::unique(mibs.begin(), mibs.end()), mibs.end());
+  // A size is a whole number of 32-byte blocks: rows and JSON show the size measured,
+  // and two requests that round to one size run once.
+  std::vector<std::uint64_t> block_counts;
+  for (const double mib : mibs)
+    block_counts.push_back(std::max<std::uint64_t>(
+        1, static_cast<std::uint64_t>(std::llround(mib * 1048576.0 / (layout{}.words_per_block * 4)))));
+  std::sort(block_counts.begin(), block_counts.end());
+  block_counts.erase(std::unique(block_counts.begin(), block_counts.end()), block_counts.end());
   std::vector<filter_case> cases;
-  for (const double mib : mibs) {
+  for (const std::uint64_t blocks : block_counts) {
     filter_case c;
-    c.mib = mib;
     c.shape = layout{};
-    c.shape.num_blocks = std::max<std::uint64_t>(
-        1, static_cast<std::uint64_t>(std::llround(mib * 1048576.0 / (c.shape.words_per_block * 4))));
+    c.shape.num_blocks = blocks;
+    c.mib = static_cast<double>(c.shape.size_bytes()) / 1048576.0;
     c.capacity = capacity_for(c.shape, opts.fpp);
-    if (c.capacity == 0) throw usage_error("--filter-mib " + mib_text(mib) + ": too small to hold any key at --fpp");
+    if (c.capacity == 0) throw usage_error("--filter-mib " + mib_text(c.mib) + ": too small to hold any key at --fpp");
     c.predicted_fpr = expected_fpr(c.shape, static_cast<double>(c.capacity));
     c.where = where_in_caches(c.shape.size_bytes(), caches);
     cases.push_back(c);
@@ -724,6 +731,12 @@ int run_bench(const bench_options& opts) {
   fit_in_host_memory(run, out.skipped);
   if (run.batches.empty()) throw usage_error("--batches: no batch size fits in host memory");
 
+  // The outputs' temporaries are made before the measurements, which can take hours
+  // (--full): a path that cannot be written fails now, with the OS's reason.
+  std::optional<gbf::atomic_file> json_file, plot_file;
+  if (!opts.json.empty()) json_file.emplace(opts.json);
+  if (!opts.plot.empty()) plot_file.emplace(plot_script_path(opts.plot));
+
   const machine m = this_machine(gpu);
   print_header(run, m, out.skipped);
   runner rows(run);
@@ -744,11 +757,11 @@ int run_bench(const bench_options& opts) {
                          : "ok (every row: no false negatives, same bits and answers as the reference)");
   std::fflush(stdout);
 
-  if (!opts.json.empty()) {
-    write_report_file(opts.json, json_report(run, m, out));
+  if (json_file) {
+    write_report_file(*json_file, json_report(run, m, out));
     std::fprintf(stderr, "gbf bench: JSON written to %s\n", opts.json.c_str());
   }
-  if (!opts.plot.empty()) write_plot(opts.plot, gnuplot_script(opts.plot, run, m, out));
+  if (plot_file) write_plot(opts.plot, *plot_file, gnuplot_script(opts.plot, run, m, out));
   return ok ? 0 : 1;
 }
 

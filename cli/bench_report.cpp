@@ -1,7 +1,6 @@
 #include "cli/bench_report.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -311,23 +310,20 @@ std::string gnuplot_script(const std::string& png, const sweep& run, const machi
   return s.str();
 }
 
-void write_report_file(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) throw io_error("cannot write '" + tmp + "'", errno);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw io_error("cannot rename '" + tmp + "' to '" + path + "'", errno);
+void write_report_file(gbf::atomic_file& file, const std::string& text) {
+  file.write(text.data(), text.size());
+  file.commit();
 }
 
-bool write_plot(const std::string& png, const std::string& script) {
+std::string plot_script_path(const std::string& png) {
   std::string gp = png;
   if (gp.size() > 4 && gp.compare(gp.size() - 4, 4, ".png") == 0) gp.resize(gp.size() - 4);
-  gp += ".gp";
-  write_report_file(gp, script);
+  return gp + ".gp";
+}
+
+bool write_plot(const std::string& png, gbf::atomic_file& script_file, const std::string& script) {
+  const std::string gp = plot_script_path(png);
+  write_report_file(script_file, script);
   if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
     std::fprintf(stderr,
                  "gbf bench: gnuplot not found, no PNG written; the plot script is %s "

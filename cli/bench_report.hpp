@@ -8,6 +8,7 @@
 #include "cli/bench_analysis.hpp"
 #include "cli/bench_rows.hpp"
 #include "gbf/backend.hpp"
+#include "gbf/files.hpp"
 
 namespace gbf::cli::bench {
 
@@ -50,12 +51,15 @@ std::string json_report(const sweep& run, const machine& m, const results& r);
 std::string gnuplot_script(const std::string& png, const sweep& run, const machine& m,
                            const results& r);
 
-/// Writes `text` to `path` through a temporary file and a rename, so that a
-/// reader never sees half a report; io_error naming the path.
-void write_report_file(const std::string& path, const std::string& text);
+/// Writes `text` to `file` and renames it over its target, so that a reader never
+/// sees half a report; io_error naming the path and the OS's reason.
+void write_report_file(gbf::atomic_file& file, const std::string& text);
 
-/// Writes `script` beside `png` (its .gp) and runs gnuplot on it; false, with a
-/// note on stderr, when gnuplot is missing or fails.
-bool write_plot(const std::string& png, const std::string& script);
+/// The gnuplot script written beside the PNG `png`: its name with .gp for .png.
+std::string plot_script_path(const std::string& png);
+
+/// Writes `script` to `script_file` (plot_script_path(png)) and runs gnuplot on
+/// it; false, with a note on stderr, when gnuplot is missing or fails.
+bool write_plot(const std::string& png, gbf::atomic_file& script_file, const std::string& script);
 
 }  // namespace gbf::cli::bench

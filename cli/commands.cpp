@@ -497,8 +497,11 @@ int run_add(const add_args& args) {
   if (is_scaling_file(args.target)) {
     scaling_filter f = load_scaling(args.target, args.run);
     const auto reader = key_reader::open(args.keys.path, args.keys.format);
+    // The library's counts are of the chunk it was given; the CLI saves only at the end.
     if (!add_scaling_keys(f, *reader, args.keys, args.run, reader->known_count(), args.verify,
-                          args.target.path, "the file was not changed"))
+                          args.target.path,
+                          "the batch is the chunk being added (--chunk-keys); nothing of this run "
+                          "was saved: the file was not changed"))
       return 1;
     save_scaling(f, args.target);
     report_scaling(f, "added to", args.target.path, args.run.quiet);

@@ -18,12 +18,17 @@ namespace gbf::cli {
 namespace {
 
 /// Counting filters are saved in the gbf format only; their projection exports.
-void require_native(const filter_file& file) {
-  if (file.format != filter_format::gbf)
+void require_native(const filter_file& file, bool is_output = false) {
+  if (file.format == filter_format::gbf) return;
+  if (is_output)
     throw usage_error("'" + file.path +
-                      "': a counting filter is saved in the gbf format only; write its projection "
-                      "as a Parquet SBBF with `gbf project " + file.path +
-                      " -o OUT --format parquet-sbbf`");
+                      "': a counting filter is saved in the gbf format only; write it as a gbf file "
+                      "(without --format parquet-sbbf), then its projection as a Parquet SBBF with "
+                      "`gbf project FILE.gbf -o " + file.path + " --format parquet-sbbf`");
+  throw usage_error("'" + file.path +
+                    "': a counting filter is saved in the gbf format only; write its projection "
+                    "as a Parquet SBBF with `gbf project " + file.path +
+                    " -o OUT --format parquet-sbbf`");
 }
 
 counting_filter load_counting_file(const filter_file& file, const run_options& run,
@@ -110,7 +115,7 @@ remove_report run_keys(counting_filter& f, const keys_input& keys, const run_opt
 }
 
 void save_counting(const counting_filter& f, const filter_file& file, double fpp) {
-  require_native(file);
+  require_native(file, true);
   save(f, file.path, fpp);
 }
 
@@ -137,7 +142,7 @@ filter load_counting_projection(const filter_file& file, const run_options& run,
 }
 
 int run_counting_create(const create_args& args) {
-  require_native(args.output);
+  require_native(args.output, true);
   const output_lock lock(args.output.path, args.run.wait);
   const layout l = size_layout(args.sizing, args.sizing.capacity);
   const counting_filter f(l, make_options(args.run), args.sizing.capacity,
@@ -155,7 +160,7 @@ int run_counting_create(const create_args& args) {
 }
 
 int run_counting_build(const build_args& args) {
-  require_native(args.output);
+  require_native(args.output, true);
   if (args.verify) throw usage_error("--verify is not available with --counting");
   if (args.sizing.capacity == 0 && args.keys.path == "-")
     throw usage_error("building from standard input needs --capacity (its keys cannot be counted first)");

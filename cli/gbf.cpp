@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <limits>
 #include <functional>
 #include <new>
 #include <string>
@@ -393,7 +394,8 @@ int main(int argc, char** argv) {
       "join", "TPC-H-like join: prefilter lineitem with a filter on the qualifying orders, vs no filter");
   join_cmd->add_option("--sf", join.sf, "Scale factor (1 = 1.5M orders, ~6M lineitems)");
   join_cmd->add_option("--selectivity", join.selectivity, "Fraction of orders passing the date predicate, in (0, 1]");
-  join_cmd->add_option("--seed", join.seed, "Data generation seed");
+  join_cmd->add_option("--seed", join.seed, "Data generation seed")
+      ->check(whole_number(0, std::numeric_limits<std::uint64_t>::max()));
   join_cmd->add_option("--backend", join.where, "Where the filter runs: auto (GPU if present), gpu or cpu")
       ->transform(one_of(backend_names));
   add_threads_option(join_cmd, join.threads, "CPU threads (0 = all hardware threads; at most 1024)");

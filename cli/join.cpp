@@ -24,10 +24,8 @@
 #include "cli/join.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -39,6 +37,7 @@
 #include "cli/text.hpp"
 #include "gbf/detail/splitmix64.hpp"
 #include "gbf/error.hpp"
+#include "gbf/files.hpp"
 
 namespace gbf::cli {
 namespace {
@@ -181,15 +180,24 @@ void export_csv(const std::string& dir, const tables& t) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw io_error("cannot create directory " + dir + ": " + ec.message(), ec.value());
+  // Each table is written like every gbf output (gbf::atomic_file): whole or not at all.
   const auto write = [&](const std::string& name, const char* header, const auto& keys,
                          const auto& values) {
-    const std::string path = (std::filesystem::path(dir) / name).string();
-    std::FILE* f = std::fopen(path.c_str(), "w");
-    if (f == nullptr) throw io_error("cannot write " + path + ": " + std::strerror(errno), errno);
-    std::fprintf(f, "%s\n", header);
-    for (std::size_t i = 0; i < keys.size(); ++i)
-      std::fprintf(f, "%llu,%d\n", static_cast<unsigned long long>(keys[i]), values[i]);
-    if (std::fclose(f) != 0) throw io_error("error writing " + path + ": " + std::strerror(errno), errno);
+    gbf::atomic_file file((std::filesystem::path(dir) / name).string());
+    constexpr std::size_t flush_bytes = std::size_t{1} << 20;
+    std::string text = std::string(header) + "\n";
+    char line[48];
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      const int n = std::snprintf(line, sizeof line, "%llu,%d\n", static_cast<unsigned long long>(keys[i]),
+                                  static_cast<int>(values[i]));
+      text.append(line, static_cast<std::size_t>(n));
+      if (text.size() >= flush_bytes) {
+        file.write(text.data(), text.size());
+        text.clear();
+      }
+    }
+    file.write(text.data(), text.size());
+    file.commit();
   };
   write("orders.csv", "o_orderkey,o_orderdate", t.o_orderkey, t.o_orderdate);
   write("lineitem.csv", "l_orderkey,l_quantity", t.l_orderkey, t.l_quantity);

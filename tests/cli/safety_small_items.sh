@@ -122,6 +122,12 @@ expect_out 1000
 expect_rc 2 "$GBF" crate --capacity 10 -o x.gbf
 expect_err "^gbf: unknown subcommand 'crate' (one of: demo, bench, create, build"
 
+# join's --seed is a whole number of 64 bits: -5 wrapped and 2^64 was clamped.
+for s in -5 18446744073709551616 1e3; do
+  expect_rc 2 "$GBF" join --sf 0.01 --seed $s
+  expect_err "^gbf: --seed: "
+done
+
 # --fpp outside (0, 1) is a usage error for every command that takes it.
 for cmd in "demo --keys 10 --probes 10" "join --sf 0.01" "create --capacity 10 -o x.gbf"; do
   for p in 0 1 -0.5 nan 0.1x; do

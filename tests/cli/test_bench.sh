@@ -75,13 +75,35 @@ else
 fi
 
 # Usage errors exit 2, the options of the removed auto rows and cost model included.
-for args in "--batches 0" "--batches abc" "--batches 1.5" "--filter-mib -1" "--ops insert" \
+for args in "--batches 0" "--batches abc" "--batches 1.5" "--filter-mib -1" "--filter-mib 1e-30" "--ops insert" \
             "--backends tpu" "--repeat 0" "--fpp 2" "--no-such-option" "--backends auto" \
             "--backends cpu,auto" "--cost-model $WORK/cost-model" "--no-cost-model"; do
   # shellcheck disable=SC2086
   "$GBF" bench $args --filter-mib 1 >out 2>err
   rc=$?
   [[ $rc == 2 ]] || fail "bench $args: exit $rc (want 2) -- stderr: $(cat err)"
+done
+
+# A size is whole 32-byte blocks: two requests that round alike run once, and the JSON
+# and rows give the size measured (they gave the one asked for).
+"$GBF" bench --batches 1000 --filter-mib 0.0001,0.00010001 --repeat 1 --backends cpu1 --json R.json >out 2>err ||
+  fail "bench of a 96-byte filter: $(cat err)"
+python3 - R.json <<'PY' || fail "R.json sizes"
+import json, sys
+filters = json.load(open(sys.argv[1]))["filters"]
+assert len(filters) == 1 and filters[0]["bytes"] == 96, filters
+assert abs(filters[0]["filter_mib"] - 96 / 2**20) < 1e-12, filters  # printed to 9 digits
+PY
+
+# An output that cannot be written fails before the measurements (with --full they take
+# hours), naming the OS's reason; it failed at the end, reason unsaid.
+for out in "--json $WORK/no-such-dir/J.json" "--plot $WORK/no-such-dir/P.png"; do
+  # shellcheck disable=SC2086
+  "$GBF" bench --batches 1000 --filter-mib 1 --repeat 1 $out >out 2>err
+  rc=$?
+  [[ $rc == 1 ]] || fail "bench $out: exit $rc (want 1) -- stderr: $(cat err)"
+  grep -q "No such file or directory" err || fail "bench $out: the reason is not named: $(cat err)"
+  ! grep -q "verification" out || fail "bench $out measured before failing: $(cat out)"
 done
 
 if ((failures)); then

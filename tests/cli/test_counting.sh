@@ -93,7 +93,8 @@ expect_err "holds a plain Bloom filter, which cannot forget keys"
 expect_rc 1 "$GBF" merge c.gbf c.gbf -o m.gbf
 expect_err "holds a counting Bloom filter, not a plain Bloom filter"
 expect_rc 2 "$GBF" create --counting --capacity 100 -o y.sbbf --format parquet-sbbf
-expect_err "saved in the gbf format only"
+expect_err "saved in the gbf format only; write it as a gbf file (without --format parquet-sbbf), then its projection"
+expect_err "gbf project FILE.gbf -o y.sbbf --format parquet-sbbf"
 expect_rc 2 "$GBF" create --counter-bits 8 --capacity 100 -o y.gbf
 expect_rc 2 "$GBF" create --counting --counter-bits 5 --capacity 100 -o y.gbf
 before=$(md5sum <c.gbf)
