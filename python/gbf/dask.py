@@ -83,7 +83,7 @@ def keys_of(values: Any, int_keys: str = "int64") -> Any:
             return _widen(values.to_numpy(), int_keys)
         if isinstance(dtype, np.dtype) and dtype.kind not in "OSU":
             raise _bad_dtype(dtype)
-        array = pa.array(values, from_pandas=True)
+        array = _arrow_of(values, from_pandas=True)
     elif isinstance(values, np.ndarray):
         if values.ndim != 1:
             raise ValueError(f"key arrays must be 1-D, got {values.ndim} dimensions")
@@ -91,7 +91,7 @@ def keys_of(values: Any, int_keys: str = "int64") -> Any:
             return _widen(values, int_keys)
         if values.dtype.kind not in "OSU":
             raise _bad_dtype(values.dtype)
-        array = pa.array(values)
+        array = _arrow_of(values)
     elif hasattr(values, "to_arrow"):
         array = values.to_arrow()
     else:
@@ -113,6 +113,16 @@ def keys_of(values: Any, int_keys: str = "int64") -> Any:
     if pa.types.is_null(t):  # every key null: nothing to add, nothing found
         return pa.array([], pa.int64()) if len(array) == 0 else pa.nulls(len(array), pa.int64())
     raise _bad_dtype(t)
+
+
+def _arrow_of(values: Any, **options: Any) -> Any:
+    """pa.array(values) of an object column; TypeError (as for other unsupported columns)
+    when its objects are of mixed kinds or do not fit an Arrow type."""
+    try:
+        return pa.array(values, **options)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
+        raise TypeError(f"key column of objects gbf.dask cannot read as one key type ({e}): give "
+                        "integers, or strings / bytes, not a mix") from e
 
 
 def _widen(values: np.ndarray, int_keys: str) -> np.ndarray:
@@ -243,7 +253,10 @@ def _keep_rows(part: Any, column: Optional[str], bloom: Filter, int_keys: str = 
 def _keep_keys(block: np.ndarray, bloom: Filter, int_keys: str = "int64") -> np.ndarray:
     if block.size == 0:
         return block
-    return block[np.asarray(bloom.contains(keys_of(block, int_keys)), dtype=bool)]
+    keep = np.asarray(bloom.contains(keys_of(block, int_keys)), dtype=bool)
+    if block.dtype.kind == "O":  # null keys are kept, as _keep_rows keeps them
+        keep |= np.asarray(pd.isna(block), dtype=bool)
+    return block[keep]
 
 
 def _client() -> Any:
@@ -297,6 +310,15 @@ def prefilter(probe: Any, column: Optional[str], bloom: Any, *, int_keys: str = 
     return probe.map_partitions(_keep_rows, column, bloom, int_keys, meta=probe._meta)
 
 
+def _key_bytes(frame: Any, column: str) -> Optional[int]:
+    """Bytes an integer key of `frame[column]` hashes under int_keys="column" (from the
+    collection's meta, an empty partition); None for a column of strings or bytes."""
+    empty = keys_of(frame._meta[column], "column")
+    if isinstance(empty, np.ndarray):
+        return int(empty.dtype.itemsize)
+    return empty.type.bit_width // 8 if pa.types.is_integer(empty.type) else None
+
+
 def semi_join(probe: Any, build: Any, on: Optional[str] = None, *, left_on: Optional[str] = None,
               right_on: Optional[str] = None, capacity: Optional[int] = None, fpp: float = 0.01,
               backend: str = "cpu", int_keys: str = "int64", **merge_options: Any) -> Any:
@@ -305,7 +327,8 @@ def semi_join(probe: Any, build: Any, on: Optional[str] = None, *, left_on: Opti
     then dd.merge(prefiltered probe, build, how="inner", ...). Equal to
     dd.merge(probe, build, how="inner", ...) (no key is lost: a Bloom filter has no false
     negatives), with fewer probe rows shuffled. on / left_on / right_on and merge_options as
-    dd.merge; capacity, fpp, backend, int_keys as build_filter."""
+    dd.merge; capacity, fpp, backend, int_keys as build_filter (int_keys="column" with key
+    columns of different widths hashes both at 8 bytes, so that their keys meet)."""
     if on is not None:
         if left_on is not None or right_on is not None:
             raise ValueError("give on= or left_on= and right_on=, not both")
@@ -315,6 +338,12 @@ def semi_join(probe: Any, build: Any, on: Optional[str] = None, *, left_on: Opti
     if merge_options.get("how", "inner") != "inner":
         raise ValueError("semi_join is an inner join (a prefilter drops probe rows, which other joins keep)")
     merge_options.pop("how", None)
+    _check_int_keys(int_keys)
+    if int_keys == "column" and _key_bytes(build, right_on) != _key_bytes(probe, left_on):
+        # Each side would hash at its own column's width (an int32 key as 4 bytes, an int64
+        # one as 8) and no key would meet its match. The filter never leaves this join, so
+        # both sides hash 8 bytes: the answer is the merge's either way.
+        int_keys = "int64"
     bloom = build_filter(build, capacity, fpp, column=right_on, backend=backend, int_keys=int_keys)
     kept = prefilter(probe, left_on, bloom, int_keys=int_keys)
     return dd.merge(kept, build, how="inner", left_on=left_on, right_on=right_on, **merge_options)

@@ -231,6 +231,30 @@ def test_prefilter_keeps_rows_with_null_keys(client):
     assert sorted(kept["p"]) == [0, 1, 2, 3]
 
 
+def test_prefilter_keeps_null_values_of_a_dask_array(client):
+    # As a Series keeps its rows with null keys (it dropped them from an Array).
+    bf = gbf.Filter(100, 0.01, backend="cpu")
+    bf.add(["a", "c"])
+    probe = da.from_array(np.array(["a", None, "b", "c", None], dtype=object), chunks=2)
+    kept = gd.prefilter(probe, None, bf).compute()
+    assert [v for v in kept if v is not None] == ["a", "c"] and sum(v is None for v in kept) == 2
+
+
+def test_semi_join_with_column_int_keys_meets_keys_of_other_widths(client):
+    # int_keys="column" hashed the int32 build side as 4 bytes and the int64 probe side as
+    # 8: no key met its match and the join came back empty.
+    build = pd.DataFrame({"key": np.array([1, 2, 3, 4], dtype=np.int32), "b": range(4)})
+    probe = pd.DataFrame({"key": np.arange(10, dtype=np.int64), "p": range(10)})
+    build_d, probe_d = dd.from_pandas(build, npartitions=2), dd.from_pandas(probe, npartitions=3)
+    for int_keys in ("column", "int64"):
+        ours = _sorted(gd.semi_join(probe_d, build_d, on="key", int_keys=int_keys).compute())
+        theirs = _sorted(dd.merge(probe_d, build_d, on="key", how="inner").compute())
+        pd.testing.assert_frame_equal(ours, theirs)
+        assert sorted(ours["key"]) == [1, 2, 3, 4]
+    with pytest.raises(ValueError, match="int_keys must be one of"):
+        gd.semi_join(probe_d, build_d, on="key", int_keys="int32")
+
+
 def _sorted(frame):
     frame = frame[sorted(frame.columns)]
     return frame.sort_values(list(frame.columns)).reset_index(drop=True)
@@ -269,3 +293,10 @@ def test_bad_inputs_are_clear_errors(client):
         gd.build_filter(frame["s"], 10, split_every=1)
     with pytest.raises(ValueError, match="inner join"):
         gd.semi_join(frame, frame, on="s", how="left")
+    # Object columns mixing kinds, or holding ints no Arrow type takes, are TypeErrors
+    # like every other unsupported column (Arrow's ValueError / OverflowError before).
+    for values in ([1, "a"], ["a", 1], [2**64, 1]):
+        with pytest.raises(TypeError, match="cannot read as one key type"):
+            gd.keys_of(pd.Series(values, dtype=object))
+        with pytest.raises(TypeError, match="cannot read as one key type"):
+            gd.keys_of(np.array(values, dtype=object))
