@@ -60,10 +60,17 @@ counting_filter counting_filter::from_counters(const gbf::layout& l, std::uint32
                                                std::uint64_t keys_removed) {
   if (counters == nullptr) throw invalid_argument("from_counters: counters is null");
   counting_filter f(l, opts, capacity, counter_bits);
-  f.impl_->write_counters(0, num_counter_words(l, counter_bits), counters);
+  f.impl().write_counters(0, num_counter_words(l, counter_bits), counters);
   f.keys_added_ = keys_added;
   f.keys_removed_ = keys_removed;
   return f;
+}
+
+detail::counting_backend& counting_filter::impl() const {
+  if (!impl_)
+    throw invalid_argument("gbf::counting_filter: this object was moved from; assign a counting filter to it "
+                           "before using it");
+  return *impl_;
 }
 
 counting_filter::counting_filter(counting_filter&&) noexcept = default;
@@ -77,24 +84,24 @@ counting_filter counting_filter::copy_to(backend where, const options& opts) con
   detail::copy_in_steps(
       num_counter_words(layout_, counter_bits_),
       [this](std::uint64_t first, std::uint64_t count, std::uint32_t* out) {
-        impl_->read_counters(first, count, out);
+        impl().read_counters(first, count, out);
       },
       [&copy](std::uint64_t first, std::uint64_t count, const std::uint32_t* in) {
-        copy.impl_->write_counters(first, count, in);
+        copy.impl().write_counters(first, count, in);
       });
   copy.keys_added_ = keys_added_;
   copy.keys_removed_ = keys_removed_;
   return copy;
 }
 
-backend counting_filter::where() const noexcept { return impl_->kind(); }
+backend counting_filter::where() const { return impl().kind(); }
 
-void counting_filter::synchronize() const { impl_->synchronize("synchronize"); }
+void counting_filter::synchronize() const { impl().synchronize("synchronize"); }
 
 void counting_filter::add_keys(const key_batch& keys, const call_options& call) {
   const key_batch batch = detail::check_batch(call.what, keys);
   if (batch.count == 0 && !call.async) return;
-  impl_->add(batch, call);
+  impl().add(batch, call);
   keys_added_ += call.async ? batch.count : detail::keys_to_count(batch);
 }
 
@@ -102,9 +109,9 @@ remove_report counting_filter::remove_keys(const key_batch& keys, bool* removed,
                                            std::uint64_t* device_refused,
                                            const call_options& call) {
   const key_batch batch = detail::check_batch(call.what, keys);
-  if (removed != nullptr) detail::check_results(call.what, batch, removed);
+  if (removed != nullptr || call.answers) detail::check_results(call.what, batch, removed);
   if (batch.count == 0 && !call.async) return {};
-  const std::uint64_t refused = impl_->remove(batch, removed, device_refused, call);
+  const std::uint64_t refused = impl().remove(batch, removed, device_refused, call);
   if (call.async) {
     // The refusals stay on the device (device_refused): every key counts.
     keys_removed_ += batch.count;
@@ -120,24 +127,24 @@ remove_report counting_filter::remove_keys(const key_batch& keys, bool* removed,
 void counting_filter::remove_unchecked_keys(const key_batch& keys, const call_options& call) {
   const key_batch batch = detail::check_batch(call.what, keys);
   if (batch.count == 0 && !call.async) return;
-  impl_->remove_unchecked(batch, call);
+  impl().remove_unchecked(batch, call);
   keys_removed_ += call.async ? batch.count : detail::keys_to_count(batch);
 }
 
 void counting_filter::contains_keys(const key_batch& keys, bool* found,
                                     const call_options& call) const {
-  detail::checked_contains(*impl_, keys, found, call);
+  detail::checked_contains(impl(), keys, found, call);
 }
 
 std::uint64_t counting_filter::count_keys(const key_batch& keys, std::uint64_t* device_count,
                                           const call_options& call) const {
-  return detail::checked_count(*impl_, keys, device_count, call);
+  return detail::checked_count(impl(), keys, device_count, call);
 }
 
 std::uint64_t counting_filter::select_keys(const key_batch& keys, std::uint64_t* rows,
                                            std::uint64_t* device_count,
                                            const call_options& call) const {
-  return detail::checked_select(*impl_, keys, rows, device_count, call);
+  return detail::checked_select(impl(), keys, rows, device_count, call);
 }
 
 void counting_filter::approximate_count_keys(const key_batch& keys, std::uint8_t* counts,
@@ -145,11 +152,11 @@ void counting_filter::approximate_count_keys(const key_batch& keys, std::uint8_t
   const key_batch batch = detail::check_batch(call.what, keys);
   detail::check_results(call.what, batch, counts);
   if (batch.count == 0) return;
-  impl_->approximate_count(batch, counts, call);
+  impl().approximate_count(batch, counts, call);
 }
 
 void counting_filter::clear() {
-  impl_->clear();
+  impl().clear();
   keys_added_ = 0;
   keys_removed_ = 0;
 }
@@ -165,17 +172,17 @@ void counting_filter::combine(const counting_filter& other, detail::counter_merg
     throw layout_mismatch(std::string("cannot ") + verb + " counting filters of different layouts: " +
                           counting_text(layout_, counter_bits_) + " vs " +
                           counting_text(other.layout_, other.counter_bits_));
-  if (other.impl_->kind() == impl_->kind()) {
-    impl_->merge(*other.impl_, op);
+  if (other.impl().kind() == impl().kind()) {
+    impl().merge(other.impl(), op);
   } else {
     // Another backend: its counters come over in steps (as filter::combine).
     detail::copy_in_steps(
         num_counter_words(layout_, counter_bits_),
         [&](std::uint64_t first, std::uint64_t count, std::uint32_t* out) {
-          other.impl_->read_counters(first, count, out);
+          other.impl().read_counters(first, count, out);
         },
         [&](std::uint64_t first, std::uint64_t count, const std::uint32_t* in) {
-          impl_->merge_host(first, count, in, op);
+          impl().merge_host(first, count, in, op);
         });
   }
 }
@@ -197,7 +204,7 @@ void counting_filter::intersect(const counting_filter& other) {
 }
 
 counting_stats counting_filter::stats() const {
-  const detail::counter_census census = impl_->census();
+  const detail::counter_census census = impl().census();
   counting_stats s;
   s.counter_bits = counter_bits_;
   s.num_counters = layout_.num_bits();
@@ -222,13 +229,13 @@ counting_stats counting_filter::stats() const {
 
 std::vector<std::uint32_t> counting_filter::counters() const {
   std::vector<std::uint32_t> out(num_counter_words(layout_, counter_bits_));
-  impl_->read_counters(out.data());
+  impl().read_counters(out.data());
   return out;
 }
 
 void counting_filter::copy_counters(std::uint64_t first, std::uint64_t count, std::uint32_t* out) const {
   detail::check_word_range("copy_counters", first, count, num_counter_words(layout_, counter_bits_), out);
-  if (count > 0) impl_->read_counters(first, count, out);
+  if (count > 0) impl().read_counters(first, count, out);
 }
 
 filter counting_filter::projection() const {
@@ -237,7 +244,7 @@ filter counting_filter::projection() const {
   // Projected straight into the new filter's array, on either backend.
   filter projected(layout_, opts, capacity_);
   std::uint32_t* const host = detail::filter_access::host_words(projected);
-  impl_->project(host != nullptr ? host : projected.device_words());
+  impl().project(host != nullptr ? host : projected.device_words());
   detail::filter_access::set_keys_added(projected, keys_held());
   return projected;
 }

@@ -167,9 +167,16 @@ cuckoo_filter cuckoo_filter::from_words(const cuckoo_layout& l, const std::uint3
                                         std::uint32_t max_kicks, const cuckoo_totals& totals) {
   if (words == nullptr) throw invalid_argument("from_words: words is null");
   cuckoo_filter f(l, opts, capacity, max_kicks);
-  f.impl_->write_words(0, l.num_words(), words);
-  f.impl_->set_totals(totals);
+  f.impl().write_words(0, l.num_words(), words);
+  f.impl().set_totals(totals);
   return f;
+}
+
+detail::cuckoo_backend& cuckoo_filter::impl() const {
+  if (!impl_)
+    throw invalid_argument("gbf::cuckoo_filter: this object was moved from; assign a cuckoo filter to it "
+                           "before using it");
+  return *impl_;
 }
 
 cuckoo_filter::cuckoo_filter(cuckoo_filter&&) noexcept = default;
@@ -180,14 +187,14 @@ cuckoo_filter cuckoo_filter::copy_to(backend where, const options& opts) const {
   options target = opts;
   target.where = where;
   cuckoo_filter copy(layout_, target, capacity_, max_kicks_);
-  detail::copy_backend_words(*impl_, *copy.impl_, layout_.num_words());
-  copy.impl_->set_totals(totals());
+  detail::copy_backend_words(impl(), copy.impl(), layout_.num_words());
+  copy.impl().set_totals(totals());
   return copy;
 }
 
-backend cuckoo_filter::where() const noexcept { return impl_->kind(); }
+backend cuckoo_filter::where() const { return impl().kind(); }
 
-void cuckoo_filter::synchronize() const { impl_->synchronize("synchronize"); }
+void cuckoo_filter::synchronize() const { impl().synchronize("synchronize"); }
 
 void cuckoo_filter::add_all(const key_batch& keys, const call_options& call) {
   const cuckoo_add_report report = add_keys(keys, nullptr, {}, call);
@@ -211,7 +218,7 @@ cuckoo_add_report cuckoo_filter::add_keys(const key_batch& keys, cuckoo_status* 
   const key_batch batch = detail::check_batch(call.what, keys);
   if (status != nullptr) detail::check_results(call.what, batch, status);
   if (batch.count == 0 && !call.async) return {};
-  return impl_->add(batch, status, how, call);
+  return impl().add(batch, status, how, call);
 }
 
 std::uint64_t cuckoo_filter::remove_keys(const key_batch& keys, bool* removed,
@@ -219,17 +226,17 @@ std::uint64_t cuckoo_filter::remove_keys(const key_batch& keys, bool* removed,
   const key_batch batch = detail::check_batch(call.what, keys);
   if (removed != nullptr) detail::check_results(call.what, batch, removed);
   if (batch.count == 0 && !call.async) return 0;
-  return impl_->remove(batch, removed, call);
+  return impl().remove(batch, removed, call);
 }
 
 void cuckoo_filter::contains_keys(const key_batch& keys, bool* found,
                                   const call_options& call) const {
-  detail::checked_contains(*impl_, keys, found, call);
+  detail::checked_contains(impl(), keys, found, call);
 }
 
 std::uint64_t cuckoo_filter::count_keys(const key_batch& keys, std::uint64_t* device_count,
                                         const call_options& call) const {
-  return detail::checked_count(*impl_, keys, device_count, call);
+  return detail::checked_count(impl(), keys, device_count, call);
 }
 
 void cuckoo_filter::copies_keys(const key_batch& keys, std::uint8_t* copies,
@@ -237,37 +244,37 @@ void cuckoo_filter::copies_keys(const key_batch& keys, std::uint8_t* copies,
   const key_batch batch = detail::check_batch(call.what, keys);
   detail::check_results(call.what, batch, copies);
   if (batch.count == 0 && !call.async) return;
-  impl_->approximate_count(batch, copies, call);
+  impl().approximate_count(batch, copies, call);
 }
 
 std::uint64_t cuckoo_filter::select_keys(const key_batch& keys, std::uint64_t* rows,
                                          std::uint64_t* device_count,
                                          const call_options& call) const {
-  return detail::checked_select(*impl_, keys, rows, device_count, call);
+  return detail::checked_select(impl(), keys, rows, device_count, call);
 }
 
 std::uint64_t cuckoo_filter::verify_keys(const key_batch& keys, const bool* found) const {
   return detail::verify_answers(keys, found, [&](const key_batch& host_keys, bool* expected) {
     // The CPU twin with the portable probe.
     auto cpu = detail::make_cpu_cuckoo(layout_, max_kicks_, detail::scalar_twin_options(), nullptr);
-    detail::copy_backend_words(*impl_, *cpu, layout_.num_words());
+    detail::copy_backend_words(impl(), *cpu, layout_.num_words());
     cpu->contains(host_keys, expected, {"verify_contains", nullptr, false});
   }).mismatches;
 }
 
-void cuckoo_filter::clear() { impl_->clear(); }
+void cuckoo_filter::clear() { impl().clear(); }
 
-cuckoo_totals cuckoo_filter::totals() const { return impl_->totals(); }
+cuckoo_totals cuckoo_filter::totals() const { return impl().totals(); }
 
 cuckoo_stats cuckoo_filter::stats() const {
   cuckoo_stats s;
-  s.occupied_slots = impl_->occupied_slots();
+  s.occupied_slots = impl().occupied_slots();
   s.num_slots = layout_.num_slots();
   s.load_factor = static_cast<double>(s.occupied_slots) / static_cast<double>(s.num_slots);
   s.max_load = cuckoo_max_load(layout_.tag_bits);
   s.estimated_fpr = cuckoo_expected_fpr(layout_, s.occupied_slots);
   s.capacity = capacity_;
-  const cuckoo_totals t = impl_->totals();
+  const cuckoo_totals t = impl().totals();
   s.keys_added = t.keys_added;
   s.keys_removed = t.keys_removed;
   s.evictions = t.evictions;
@@ -278,17 +285,17 @@ cuckoo_stats cuckoo_filter::stats() const {
 
 std::vector<std::uint32_t> cuckoo_filter::words() const {
   std::vector<std::uint32_t> out(layout_.num_words());
-  impl_->read_words(out.data());
+  impl().read_words(out.data());
   return out;
 }
 
 void cuckoo_filter::copy_words(std::uint64_t first, std::uint64_t count, std::uint32_t* out) const {
   detail::check_word_range("copy_words", first, count, layout_.num_words(), out);
-  if (count > 0) impl_->read_words(first, count, out);
+  if (count > 0) impl().read_words(first, count, out);
 }
 
 const std::uint32_t* cuckoo_filter::device_words() const {
-  const std::uint32_t* words = impl_->device_words();
+  const std::uint32_t* words = impl().device_words();
   if (words == nullptr)
     throw wrong_backend("device_words needs the GPU backend, but this cuckoo filter lives on the CPU");
   return words;

@@ -87,9 +87,16 @@ filter filter::from_words(const gbf::layout& l, const std::uint32_t* words, cons
                           std::uint64_t capacity, std::uint64_t keys_added) {
   if (words == nullptr) throw invalid_argument("from_words: words is null");
   filter f(l, opts, capacity);
-  f.impl_->write_words(words);
+  f.impl().write_words(words);
   f.keys_added_ = keys_added;
   return f;
+}
+
+detail::bloom_backend& filter::impl() const {
+  if (!impl_)
+    throw invalid_argument("gbf::filter: this object was moved from; assign a filter to it "
+                           "before using it");
+  return *impl_;
 }
 
 filter::filter(filter&&) noexcept = default;
@@ -100,20 +107,20 @@ filter filter::copy_to(backend where, const options& opts) const {
   options target = opts;
   target.where = where;
   filter copy(layout_, target, capacity_);
-  detail::copy_backend_words(*impl_, *copy.impl_, layout_.num_words());
+  detail::copy_backend_words(impl(), copy.impl(), layout_.num_words());
   copy.keys_added_ = keys_added_;
   return copy;
 }
 
-backend filter::where() const noexcept { return impl_->kind(); }
+backend filter::where() const { return impl().kind(); }
 
-void filter::synchronize() const { impl_->synchronize("synchronize"); }
+void filter::synchronize() const { impl().synchronize("synchronize"); }
 
 void filter::add_keys(const key_batch& keys, bool* is_new, const call_options& call) {
   const key_batch batch = detail::check_batch(call.what, keys);
-  if (is_new != nullptr) detail::check_results(call.what, batch, is_new);
+  if (is_new != nullptr || call.answers) detail::check_results(call.what, batch, is_new);
   if (batch.count == 0 && !call.async) return;
-  impl_->add(batch, is_new, call);
+  impl().add(batch, is_new, call);
   // A device bitmap cannot be read by an _async call without synchronizing:
   // every key counts there.
   keys_added_ += call.async ? batch.count : detail::keys_to_count(batch);
@@ -121,31 +128,31 @@ void filter::add_keys(const key_batch& keys, bool* is_new, const call_options& c
 
 void filter::contains_keys(const key_batch& keys, bool* found,
                            const call_options& call) const {
-  detail::checked_contains(*impl_, keys, found, call);
+  detail::checked_contains(impl(), keys, found, call);
 }
 
 std::uint64_t filter::count_keys(const key_batch& keys, std::uint64_t* device_count,
                                  const call_options& call) const {
-  return detail::checked_count(*impl_, keys, device_count, call);
+  return detail::checked_count(impl(), keys, device_count, call);
 }
 
 std::uint64_t filter::select_keys(const key_batch& keys, std::uint64_t* rows,
                                   std::uint64_t* device_count,
                                   const call_options& call) const {
-  return detail::checked_select(*impl_, keys, rows, device_count, call);
+  return detail::checked_select(impl(), keys, rows, device_count, call);
 }
 
 verify_report filter::verify_keys(const key_batch& keys, const bool* found) const {
   return detail::verify_answers(keys, found, [&](const key_batch& host_keys, bool* expected) {
     // The CPU twin: same layout, same bits, the scalar reference kernel.
     auto cpu = detail::make_cpu_bloom(layout_, detail::scalar_twin_options(), nullptr);
-    detail::copy_backend_words(*impl_, *cpu, layout_.num_words());
+    detail::copy_backend_words(impl(), *cpu, layout_.num_words());
     cpu->contains(host_keys, expected, {"verify_contains", nullptr, false});
   });
 }
 
 void filter::clear() {
-  impl_->clear();
+  impl().clear();
   keys_added_ = 0;
 }
 
@@ -157,17 +164,17 @@ void filter::combine(const filter& other, detail::set_op op) {
     throw layout_mismatch(std::string("cannot ") + verb + " filters with different layouts (" +
                           layout_differences(layout_, other.layout_) + "): " +
                           to_string(layout_) + " vs " + to_string(other.layout_));
-  if (other.impl_->kind() == impl_->kind()) {
-    impl_->combine(*other.impl_, op);
+  if (other.impl().kind() == impl().kind()) {
+    impl().combine(other.impl(), op);
   } else {
     // Another backend: its words come over in steps, so neither side holds a
     // second whole array (a 40 GB GPU filter merged with a CPU one needed 40 GB
     // more on the device and on the host).
     detail::copy_in_steps(
         layout_.num_words(),
-        [&](std::uint64_t first, std::uint64_t count, std::uint32_t* out) { other.impl_->read_words(first, count, out); },
+        [&](std::uint64_t first, std::uint64_t count, std::uint32_t* out) { other.impl().read_words(first, count, out); },
         [&](std::uint64_t first, std::uint64_t count, const std::uint32_t* in) {
-          impl_->combine_host(first, count, in, op);
+          impl().combine_host(first, count, in, op);
         });
   }
 }
@@ -187,7 +194,7 @@ void filter::symmetric_difference(const filter& other) {
   keys_added_ = 0;
 }
 
-std::uint64_t filter::bits_set() const { return impl_->popcount(); }
+std::uint64_t filter::bits_set() const { return impl().popcount(); }
 
 filter_stats filter::stats() const {
   filter_stats s;
@@ -212,17 +219,17 @@ filter_stats filter::stats() const {
 
 std::vector<std::uint32_t> filter::words() const {
   std::vector<std::uint32_t> out(layout_.num_words());
-  impl_->read_words(out.data());
+  impl().read_words(out.data());
   return out;
 }
 
 void filter::copy_words(std::uint64_t first, std::uint64_t count, std::uint32_t* out) const {
   detail::check_word_range("copy_words", first, count, layout_.num_words(), out);
-  if (count > 0) impl_->read_words(first, count, out);
+  if (count > 0) impl().read_words(first, count, out);
 }
 
-std::uint32_t* filter::device_words() { return gpu_words(*impl_); }
+std::uint32_t* filter::device_words() { return gpu_words(impl()); }
 
-const std::uint32_t* filter::device_words() const { return gpu_words(*impl_); }
+const std::uint32_t* filter::device_words() const { return gpu_words(impl()); }
 
 }  // namespace gbf

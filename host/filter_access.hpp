@@ -23,18 +23,18 @@ namespace gbf::detail {
 // The writes replace a slice of the array; the caller checks the range.
 struct filter_access {
   static void write_words(filter& f, std::uint64_t first, std::uint64_t count, const std::uint32_t* in) {
-    f.impl_->write_words(first, count, in);
+    f.impl().write_words(first, count, in);
   }
   /// Restores the count stats() reports, as filter::from_words does.
   static void set_keys_added(filter& f, std::uint64_t keys_added) { f.keys_added_ = keys_added; }
   /// stats().keys_added without stats()' count of every bit (a save needs only this).
   static std::uint64_t keys_added(const filter& f) { return f.keys_added_; }
   /// The bit array of a CPU filter; nullptr on the GPU (device_words() there).
-  static std::uint32_t* host_words(filter& f) { return f.impl_->host_words(); }
+  static std::uint32_t* host_words(filter& f) { return f.impl().host_words(); }
 
   static void write_counters(counting_filter& f, std::uint64_t first, std::uint64_t count,
                              const std::uint32_t* in) {
-    f.impl_->write_counters(first, count, in);
+    f.impl().write_counters(first, count, in);
   }
   /// stats().keys_added and keys_removed without stats()' census of every counter.
   static std::uint64_t keys_added(const counting_filter& f) { return f.keys_added_; }
@@ -47,10 +47,10 @@ struct filter_access {
 
   static void write_words(cuckoo_filter& f, std::uint64_t first, std::uint64_t count,
                           const std::uint32_t* in) {
-    f.impl_->write_words(first, count, in);
+    f.impl().write_words(first, count, in);
   }
   /// Restores the counters, as cuckoo_filter::from_words does.
-  static void set_totals(cuckoo_filter& f, const cuckoo_totals& totals) { f.impl_->set_totals(totals); }
+  static void set_totals(cuckoo_filter& f, const cuckoo_totals& totals) { f.impl().set_totals(totals); }
 
   /// scaling_filter::from_levels' chain, every level zeroed; invalid_argument as there.
   static scaling_filter zeroed_chain(const scaling_config& config,
@@ -59,7 +59,7 @@ struct filter_access {
   }
   static void write_words(scaling_filter& f, std::size_t level, std::uint64_t first,
                           std::uint64_t count, const std::uint32_t* in) {
-    f.impl_->write_words(level, first, count, in);
+    f.impl().write_words(level, first, count, in);
   }
 };
 

@@ -252,6 +252,13 @@ scaling_filter::scaling_filter(const scaling_config& config, std::vector<scaling
       impl_(std::move(impl)),
       description_(std::move(description)) {}
 
+detail::scaling_backend& scaling_filter::impl() const {
+  if (!impl_)
+    throw invalid_argument("gbf::scaling_filter: this object was moved from; assign a scaling filter to it "
+                           "before using it");
+  return *impl_;
+}
+
 scaling_filter::scaling_filter(scaling_filter&&) noexcept = default;
 scaling_filter& scaling_filter::operator=(scaling_filter&&) noexcept = default;
 scaling_filter::~scaling_filter() = default;
@@ -327,7 +334,7 @@ scaling_filter scaling_filter::from_levels(const scaling_config& config,
       throw invalid_argument("from_levels: level " + std::to_string(i) + "'s words are null");
   scaling_filter f = with_zeroed_levels(config, levels, opts);
   for (std::size_t i = 0; i < levels.size(); ++i)
-    f.impl_->write_words(i, 0, levels[i].l.num_words(), words[i]);
+    f.impl().write_words(i, 0, levels[i].l.num_words(), words[i]);
   return f;
 }
 
@@ -335,7 +342,7 @@ scaling_filter scaling_filter::copy_to(backend where, const options& opts) const
   options target = opts;
   target.where = where;
   scaling_filter copy = with_zeroed_levels(config_, levels_, target);
-  copy_levels(*impl_, *copy.impl_, levels_);
+  copy_levels(impl(), copy.impl(), levels_);
   return copy;
 }
 
@@ -345,19 +352,19 @@ std::uint64_t scaling_filter::keys_inserted() const noexcept {
   return keys;
 }
 
-backend scaling_filter::where() const noexcept { return impl_->kind(); }
+backend scaling_filter::where() const { return impl().kind(); }
 
-void scaling_filter::synchronize() const { impl_->synchronize("synchronize"); }
+void scaling_filter::synchronize() const { impl().synchronize("synchronize"); }
 
 std::uint64_t scaling_filter::add_keys(const key_batch& keys, bool* is_new,
                                        const call_options& call) {
   const key_batch batch = detail::check_batch(call.what, keys);
-  if (is_new != nullptr) detail::check_results(call.what, batch, is_new);
+  if (is_new != nullptr || call.answers) detail::check_results(call.what, batch, is_new);
   if (batch.count == 0) return 0;
   if (config_.policy.non_scaling) return add_bounded(batch, is_new, call);
   const std::uint64_t held_before = keys_inserted();
   try {
-    return impl_->add(batch, is_new, call, config_, levels_);
+    return impl().add(batch, is_new, call, config_, levels_);
   } catch (const filter_full& e) {
     // A level could not open mid-batch: the keys inserted before stay (every
     // level's count says so), the rest do not. Say how many of each, the latter
@@ -365,7 +372,7 @@ std::uint64_t scaling_filter::add_keys(const key_batch& keys, bool* is_new,
     // not_inserted is the keys of the batch the chain does not hold.
     const std::uint64_t inserted = keys_inserted() - held_before;
     const std::uint64_t absent =
-        detail::keys_to_count(batch) - impl_->count(batch, nullptr, {call.what, call.stream, false});
+        detail::keys_to_count(batch) - impl().count(batch, nullptr, {call.what, call.stream, false});
     throw filter_full(std::string(call.what) + ": " + e.what() + "; " + std::to_string(inserted) +
                           " keys of the batch were inserted before it, " + std::to_string(absent) +
                           " are not in the chain (contains() says which)",
@@ -385,22 +392,22 @@ std::uint64_t scaling_filter::add_bounded(const key_batch& batch, bool* is_new,
                                           const call_options& call) {
   const scaling_level& only = levels_.front();
   const std::uint64_t room = only.capacity - only.keys;
-  if (batch.count <= room) return impl_->add(batch, is_new, call, config_, levels_);
+  if (batch.count <= room) return impl().add(batch, is_new, call, config_, levels_);
   const std::uint64_t valid = detail::keys_to_count(batch);
-  const std::uint64_t present = impl_->count(batch, nullptr, {call.what, call.stream, false});
-  if (valid - present <= room) return impl_->add(batch, is_new, call, config_, levels_);
+  const std::uint64_t present = impl().count(batch, nullptr, {call.what, call.stream, false});
+  if (valid - present <= room) return impl().add(batch, is_new, call, config_, levels_);
 
   std::vector<scaling_level> trial = levels_;
-  impl_->begin_trial();
+  impl().begin_trial();
   std::uint64_t inserted = 0;
   try {
-    inserted = impl_->add(batch, is_new, call, config_, trial);
+    inserted = impl().add(batch, is_new, call, config_, trial);
   } catch (...) {
-    impl_->end_trial(false);
+    impl().end_trial(false);
     throw;
   }
   if (inserted > room) {
-    impl_->end_trial(false);
+    impl().end_trial(false);
     throw filter_full(std::string(call.what) + ": non scaling filter is full: the batch holds at least " +
                           std::to_string(inserted) + " new keys but only " +
                           std::to_string(room) + " more fit (capacity " +
@@ -408,25 +415,25 @@ std::uint64_t scaling_filter::add_bounded(const key_batch& batch, bool* is_new,
                           " inserted); nothing was added",
                       valid, room);
   }
-  impl_->end_trial(true);
+  impl().end_trial(true);
   levels_ = std::move(trial);
   return inserted;
 }
 
 void scaling_filter::contains_keys(const key_batch& keys, bool* found,
                                    const call_options& call) const {
-  detail::checked_contains(*impl_, keys, found, call);
+  detail::checked_contains(impl(), keys, found, call);
 }
 
 std::uint64_t scaling_filter::count_keys(const key_batch& keys, std::uint64_t* device_count,
                                          const call_options& call) const {
-  return detail::checked_count(*impl_, keys, device_count, call);
+  return detail::checked_count(impl(), keys, device_count, call);
 }
 
 std::uint64_t scaling_filter::select_keys(const key_batch& keys, std::uint64_t* rows,
                                           std::uint64_t* device_count,
                                           const call_options& call) const {
-  return detail::checked_select(*impl_, keys, rows, device_count, call);
+  return detail::checked_select(impl(), keys, rows, device_count, call);
 }
 
 verify_report scaling_filter::verify_keys(const key_batch& keys, const bool* found) const {
@@ -434,7 +441,7 @@ verify_report scaling_filter::verify_keys(const key_batch& keys, const bool* fou
     // The CPU twin of every level, probed with the scalar reference kernel.
     auto cpu = detail::make_cpu_scaling(config_.s, detail::scalar_twin_options(), nullptr);
     for (const scaling_level& level : levels_) cpu->push_level(level.l);
-    copy_levels(*impl_, *cpu, levels_);
+    copy_levels(impl(), *cpu, levels_);
     cpu->contains(host_keys, expected, {"verify_contains", nullptr, false});
   });
 }
@@ -478,26 +485,26 @@ void scaling_filter::merge(const scaling_filter& other) {
     detail::copy_in_steps(
         other.levels_[level].l.num_words(), staging.data(),
         [&](std::uint64_t first, std::uint64_t count, std::uint32_t* out) {
-          other.impl_->read_words(level, first, count, out);
+          other.impl().read_words(level, first, count, out);
         },
         apply);
   };
   std::size_t pushed = 0;
   try {
     for (std::size_t i = common; i < other.levels_.size(); ++i) {
-      impl_->push_level(other.levels_[i].l);
+      impl().push_level(other.levels_[i].l);
       ++pushed;
       for_each_step(i, [&](std::uint64_t first, std::uint64_t count, const std::uint32_t* in) {
-        impl_->write_words(i, first, count, in);
+        impl().write_words(i, first, count, in);
       });
     }
   } catch (...) {
-    for (; pushed > 0; --pushed) impl_->pop_level();
+    for (; pushed > 0; --pushed) impl().pop_level();
     throw;
   }
   for (std::size_t i = 0; i < common; ++i) {
     for_each_step(i, [&](std::uint64_t first, std::uint64_t count, const std::uint32_t* in) {
-      impl_->or_words(i, first, count, in);
+      impl().or_words(i, first, count, in);
     });
     levels_[i].keys += other.levels_[i].keys;
   }
@@ -505,6 +512,7 @@ void scaling_filter::merge(const scaling_filter& other) {
 }
 
 scaling_stats scaling_filter::stats() const {
+  const detail::scaling_backend& chain = impl();
   scaling_stats s;
   s.num_levels = levels_.size();
   s.expansion = config_.policy.non_scaling ? 0 : config_.policy.expansion;
@@ -513,7 +521,7 @@ scaling_stats scaling_filter::stats() const {
   for (std::size_t i = 0; i < levels_.size(); ++i) {
     scaling_level_stats level;
     level.level = levels_[i];
-    level.bits_set = impl_->popcount(i);
+    level.bits_set = chain.popcount(i);
     level.fill_ratio =
         static_cast<double>(level.bits_set) / static_cast<double>(levels_[i].l.num_bits());
     level.fpr = levels_[i].keys == 0
@@ -534,7 +542,7 @@ std::vector<std::uint32_t> scaling_filter::level_words(std::size_t level) const 
     throw invalid_argument("level_words: level " + std::to_string(level) + " does not exist (" +
                            std::to_string(levels_.size()) + " levels)");
   std::vector<std::uint32_t> out(levels_[level].l.num_words());
-  impl_->read_words(level, 0, out.size(), out.data());
+  impl().read_words(level, 0, out.size(), out.data());
   return out;
 }
 
@@ -544,7 +552,7 @@ void scaling_filter::copy_level_words(std::size_t level, std::uint64_t first, st
     throw invalid_argument("copy_level_words: level " + std::to_string(level) + " does not exist (" +
                            std::to_string(levels_.size()) + " levels)");
   detail::check_word_range("copy_level_words", first, count, levels_[level].l.num_words(), out);
-  if (count > 0) impl_->read_words(level, first, count, out);
+  if (count > 0) impl().read_words(level, first, count, out);
 }
 
 }  // namespace gbf

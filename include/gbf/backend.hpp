@@ -61,6 +61,9 @@ struct call_options {
   const char* what = "";      ///< The operation, for error messages ("add", "contains_async", ...).
   stream_t stream = nullptr;  ///< GPU: the caller's stream (null: the filter's own); CPU: unused.
   bool async = false;         ///< Stream-ordered, returning before the work is done (GPU only).
+  /// The call writes one answer per key (add_new, remove_with_status), so its array may
+  /// not be null (a null one made add_new a plain add).
+  bool answers = false;
 };
 }  // namespace detail
 

@@ -95,6 +95,8 @@ class counting_filter {
                                        std::uint64_t capacity = 0, std::uint64_t keys_added = 0,
                                        std::uint64_t keys_removed = 0);
 
+  /// Moves; the moved-from object may then only be assigned to or destroyed (any other
+  /// call throws invalid_argument).
   counting_filter(counting_filter&&) noexcept;
   counting_filter& operator=(counting_filter&&) noexcept;
   counting_filter(const counting_filter&) = delete;
@@ -109,7 +111,7 @@ class counting_filter {
   /// Bits per counter: 4 or 8.
   std::uint32_t counter_bits() const noexcept { return counter_bits_; }
   /// The backend holding the counters: cpu or gpu.
-  backend where() const noexcept;
+  backend where() const;
   /// One line naming the backend, e.g. "cpu (scalar, 2 threads)".
   const std::string& description() const noexcept { return description_; }
   /// Capacity the filter was sized for, 0 when unknown.
@@ -133,7 +135,7 @@ class counting_filter {
   remove_report remove_with_status(const Key* keys, std::size_t n, bool* removed,
                                    stream_t stream = nullptr) {
     return remove_keys(detail::erase(keys, n), removed, nullptr,
-                       {"remove_with_status", stream, false});
+                       {"remove_with_status", stream, false, true});
   }
   /// Decrements the counters of every key without testing it: only for keys known
   /// to be held (removing one that is not may cause false negatives).
@@ -231,7 +233,7 @@ class counting_filter {
   remove_report remove_with_status(const string_keys<Offset>& keys, bool* removed,
                                    stream_t stream = nullptr) {
     return remove_keys(detail::erase(keys), removed, nullptr,
-                       {"remove_with_status", stream, false});
+                       {"remove_with_status", stream, false, true});
   }
   /// Unchecked remove of the non-null string keys.
   template <class Offset>
@@ -337,7 +339,9 @@ class counting_filter {
 
   gbf::layout layout_;
   std::uint32_t counter_bits_ = default_counter_bits;
-  std::unique_ptr<detail::counting_backend> impl_;
+  std::unique_ptr<detail::counting_backend> impl_;  ///< Null only once moved from.
+  /// *impl_; invalid_argument once moved from.
+  detail::counting_backend& impl() const;
   options options_;
   std::uint64_t capacity_ = 0;
   std::uint64_t keys_added_ = 0;

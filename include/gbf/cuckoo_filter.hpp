@@ -167,6 +167,8 @@ class cuckoo_filter {
                                   std::uint32_t max_kicks = cuckoo_default_max_kicks,
                                   const cuckoo_totals& totals = {});
 
+  /// Moves; the moved-from object may then only be assigned to or destroyed (any other
+  /// call throws invalid_argument).
   cuckoo_filter(cuckoo_filter&&) noexcept;
   cuckoo_filter& operator=(cuckoo_filter&&) noexcept;
   cuckoo_filter(const cuckoo_filter&) = delete;
@@ -181,7 +183,7 @@ class cuckoo_filter {
   /// Most moves one insert may make.
   std::uint32_t max_kicks() const noexcept { return max_kicks_; }
   /// The backend holding the table: cpu or gpu.
-  backend where() const noexcept;
+  backend where() const;
   /// One line naming the backend, e.g. "cpu (avx2, 2 threads)".
   const std::string& description() const noexcept { return description_; }
   /// Capacity the filter was sized for, 0 when unknown.
@@ -389,7 +391,9 @@ class cuckoo_filter {
 
   cuckoo_layout layout_;
   std::uint32_t max_kicks_ = cuckoo_default_max_kicks;
-  std::unique_ptr<detail::cuckoo_backend> impl_;
+  std::unique_ptr<detail::cuckoo_backend> impl_;  ///< Null only once moved from.
+  /// *impl_; invalid_argument once moved from.
+  detail::cuckoo_backend& impl() const;
   std::uint64_t capacity_ = 0;
   std::string description_;
 };

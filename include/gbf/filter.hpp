@@ -83,6 +83,8 @@ class filter {
                            const options& opts = {}, std::uint64_t capacity = 0,
                            std::uint64_t keys_added = 0);
 
+  /// Moves; the moved-from object may then only be assigned to or destroyed (any other
+  /// call throws invalid_argument).
   filter(filter&&) noexcept;
   filter& operator=(filter&&) noexcept;
   filter(const filter&) = delete;
@@ -95,7 +97,7 @@ class filter {
   /// The layout (geometry, hash, seed).
   const gbf::layout& layout() const noexcept { return layout_; }
   /// The backend holding the bits: cpu or gpu, never automatic.
-  backend where() const noexcept;
+  backend where() const;
   /// One line naming the backend and why it was chosen, e.g. "cpu (avx2, 16 threads); auto: no GPU (...)".
   const std::string& description() const noexcept { return description_; }
   /// Capacity the filter was sized for, 0 when unknown.
@@ -112,7 +114,7 @@ class filter {
   /// (in batch order: a repeated key is new only the first time, as BF.MADD reports).
   template <class Key>
   void add_new(const Key* keys, std::size_t n, bool* is_new, stream_t stream = nullptr) {
-    add_keys(detail::erase(keys, n), is_new, {"add_new", stream, false});
+    add_keys(detail::erase(keys, n), is_new, {"add_new", stream, false, true});
   }
   /// Sets found[i] to whether key i may be present (false means definitely absent).
   template <class Key>
@@ -197,7 +199,7 @@ class filter {
   /// Adds the keys; is_new[i] = key i was absent before (batch order, as add_new above).
   template <class Offset>
   void add_new(const string_keys<Offset>& keys, bool* is_new, stream_t stream = nullptr) {
-    add_keys(detail::erase(keys), is_new, {"add_new", stream, false});
+    add_keys(detail::erase(keys), is_new, {"add_new", stream, false, true});
   }
   /// found[i] = key i may be present (results in the keys' memory space).
   template <class Offset>
@@ -289,7 +291,9 @@ class filter {
   friend struct detail::filter_access;
 
   gbf::layout layout_;
-  std::unique_ptr<detail::bloom_backend> impl_;
+  std::unique_ptr<detail::bloom_backend> impl_;  ///< Null only once moved from.
+  /// *impl_; invalid_argument once moved from.
+  detail::bloom_backend& impl() const;
   std::uint64_t capacity_ = 0;
   std::uint64_t keys_added_ = 0;
   std::string description_;

@@ -55,7 +55,8 @@ std::uint64_t serialized_size(const filter& f);
 /// serialize(f, fpp) written into `out`, a caller's buffer of exactly serialized_size(f)
 /// bytes (no vector made and copied); invalid_argument for another size or a null `out`.
 void serialize_into(const filter& f, std::uint8_t* out, std::size_t size, double fpp = 0);
-/// Parses `size` bytes of the native format; throws format_error; fills `metadata` if non-null.
+/// Parses `size` bytes of the native format; throws format_error (invalid_argument for a null
+/// `data` with `size` > 0); fills `metadata` if non-null.
 filter deserialize(const std::uint8_t* data, std::size_t size, const options& opts = {},
                    file_metadata* metadata = nullptr);
 
@@ -83,7 +84,8 @@ layout parquet_compatible_layout(std::uint64_t capacity, double fpp);
 /// BloomFilterHeader when `with_header`; invalid_argument naming what parquet_problem finds.
 std::vector<std::uint8_t> to_parquet_sbbf(const filter& f, bool with_header = true);
 /// A filter from an SBBF bitset of `size` bytes (a positive multiple of 32), after a Thrift
-/// BloomFilterHeader when `with_header`; format_error for malformed or unsupported input.
+/// BloomFilterHeader when `with_header`; format_error for malformed or unsupported input,
+/// invalid_argument for a null `data` with `size` > 0.
 filter from_parquet_sbbf(const std::uint8_t* data, std::size_t size, bool with_header = true,
                          const options& opts = {});
 /// to_parquet_sbbf written to `path` atomically, like save(); invalid_argument, io_error.

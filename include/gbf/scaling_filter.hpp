@@ -125,6 +125,8 @@ class scaling_filter {
                                     const std::vector<const std::uint32_t*>& words,
                                     const options& opts = {});
 
+  /// Moves; the moved-from object may then only be assigned to or destroyed (any other
+  /// call throws invalid_argument).
   scaling_filter(scaling_filter&&) noexcept;
   scaling_filter& operator=(scaling_filter&&) noexcept;
   scaling_filter(const scaling_filter&) = delete;
@@ -141,7 +143,7 @@ class scaling_filter {
   /// New keys inserted, all levels.
   std::uint64_t keys_inserted() const noexcept;
   /// cpu or gpu.
-  backend where() const noexcept;
+  backend where() const;
   /// The backend and why it was chosen, as gbf::filter::description.
   const std::string& description() const noexcept { return description_; }
 
@@ -159,7 +161,7 @@ class scaling_filter {
   /// order; false for nulls and repeats). Unspecified when the add throws.
   template <class Key>
   std::uint64_t add_new(const Key* keys, std::size_t n, bool* is_new, stream_t stream = nullptr) {
-    return add_keys(detail::erase(keys, n), is_new, {"add_new", stream, false});
+    return add_keys(detail::erase(keys, n), is_new, {"add_new", stream, false, true});
   }
   /// found[i] = key i may be present in some level (false: definitely absent).
   template <class Key>
@@ -225,7 +227,7 @@ class scaling_filter {
   /// add, with is_new[i] = key i was inserted.
   template <class Offset>
   std::uint64_t add_new(const string_keys<Offset>& keys, bool* is_new, stream_t stream = nullptr) {
-    return add_keys(detail::erase(keys), is_new, {"add_new", stream, false});
+    return add_keys(detail::erase(keys), is_new, {"add_new", stream, false, true});
   }
   /// found[i] = key i may be present.
   template <class Offset>
@@ -304,7 +306,9 @@ class scaling_filter {
 
   scaling_config config_;
   std::vector<scaling_level> levels_;
-  std::unique_ptr<detail::scaling_backend> impl_;
+  std::unique_ptr<detail::scaling_backend> impl_;  ///< Null only once moved from.
+  /// *impl_; invalid_argument once moved from.
+  detail::scaling_backend& impl() const;
   std::string description_;
 };
 

@@ -43,10 +43,12 @@ double expected_fpr(const layout& l, double num_keys);
 /// or a filter that would need more than 2^32 blocks.
 layout size_for(std::uint64_t capacity, double fpp, const shape& s = {});
 
-/// Bits per key of the classic (unblocked) Bloom filter for `fpp`: -ln(fpp) / ln(2)^2.
+/// Bits per key of the classic (unblocked) Bloom filter for `fpp`: -ln(fpp) / ln(2)^2;
+/// invalid_argument for an fpp outside (0, 1).
 double classic_bits_per_key(double fpp);
 
-/// Bits per key `l` spends at `capacity` keys: l.num_bits() / capacity.
+/// Bits per key `l` spends at `capacity` keys: l.num_bits() / capacity; invalid_argument
+/// for capacity 0.
 double bits_per_key_at(const layout& l, std::uint64_t capacity);
 
 /// Estimated distinct keys in a filter of layout `l` with `bits_set` bits set,
