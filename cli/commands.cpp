@@ -303,11 +303,18 @@ void print_info_text(const filter_file& file, const file_metadata& meta, const f
                   bits_per_key_at(l, meta.capacity), classic_bits_per_key(meta.fpp));
     row("bits/key:", text);
   }
-  if (s.over_capacity)
+  if (s.over_capacity) {
+    // fpp 0 is "not recorded" (an exact layout given no fpp): no target to name.
+    std::string target = "target unknown";
+    if (meta.fpp > 0) {
+      std::snprintf(text, sizeof text, "target %g%%", 100 * meta.fpp);
+      target = text;
+    }
     std::printf("WARNING: over capacity: estimated distinct keys %s in a filter sized for %s; "
-                "the false-positive rate is now %.3g%% (target %g%%)\n",
-                estimated_keys_text(s).c_str(),
-                with_commas(s.capacity).c_str(), 100 * s.estimated_fpr, 100 * meta.fpp);
+                "the false-positive rate is now %.3g%% (%s)\n",
+                estimated_keys_text(s).c_str(), with_commas(s.capacity).c_str(), 100 * s.estimated_fpr,
+                target.c_str());
+  }
 }
 
 void print_info_json(const filter_file& file, const file_metadata& meta, const filter& f) {

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli/command_support.hpp"
 #include "cli/device_memory.hpp"
 #include "cli/stopwatch.hpp"
 #include "cli/synthetic_keys.hpp"
@@ -91,7 +92,9 @@ void print_row(const run_result& r, double cpu_contains_keys_per_s) {
 int run_demo(const demo_options& opts) {
   workload w;
   w.capacity = opts.keys;
-  w.shape = size_for(opts.keys, opts.fpp);
+  sizing_options sizing;
+  sizing.fpp = opts.fpp;
+  w.shape = size_layout(sizing, opts.keys);  // a size no layout reaches is a usage error, as in create
   std::printf("gbf demo: add %llu keys, probe %llu keys never added, target fpp %g\n",
               static_cast<unsigned long long>(opts.keys),
               static_cast<unsigned long long>(opts.probes), opts.fpp);

@@ -228,6 +228,8 @@ void parse_npy_dtype(std::string descr, const std::string& path, binary_spec& sp
     why = "a floating-point dtype; keys must be integers";
   else if (descr[0] == '>' && (kind == 'i' || kind == 'u'))
     why = "big-endian; convert with a.astype(a.dtype.newbyteorder('<'))";
+  else if ((kind == 'i' || kind == 'u') && descr.size() == 3 && (descr[2] == '4' || descr[2] == '8'))
+    why = std::string("byte order '") + descr[0] + "' where a 4- or 8-byte integer needs '<' (little-endian)";
   else if (kind == 'i' || kind == 'u')
     why = "gbf keys are 32- or 64-bit integers; convert with a.astype('<i8')";
   else
@@ -242,10 +244,12 @@ std::uint64_t parse_npy_shape(const std::string& shape, const std::string& path)
                      shape.find_first_not_of(" ", shape.find(',') + 1) == shape.size() - 1;
   if (!one_d) fail_format(path, ".npy array of shape " + shape + " is not 1-D");
   const std::string digits = shape.substr(1, shape.find(',') - 1);
+  // Digits only: strtoull alone takes "-1" for 2^64 - 1 (then "too large").
+  const bool all_digits = !digits.empty() && digits.find_first_not_of("0123456789") == std::string::npos;
   char* end = nullptr;
   errno = 0;
-  const unsigned long long n = std::strtoull(digits.c_str(), &end, 10);
-  if (errno != 0 || end == digits.c_str() || *end != '\0')
+  const unsigned long long n = all_digits ? std::strtoull(digits.c_str(), &end, 10) : 0;
+  if (!all_digits || errno != 0 || *end != '\0')
     fail_format(path, ".npy shape " + shape + " is not a valid length");
   return n;
 }

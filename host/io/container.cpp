@@ -113,7 +113,7 @@ container_reader::container_reader(byte_source& in, filter_kind expected) : in_(
   const std::size_t got = in.read(fixed.data(), fixed.size());
   if (!std::equal(fixed.begin(), fixed.begin() + std::min(got, sizeof container_magic),
                   container_magic))
-    in.fail("not a gbf filter file (bad magic; expected \"GBFBLOOM\")");
+    in.fail(bad_magic_problem);
   if (got >= offset::kind + 4) {
     const filter_kind found = peek_kind(fixed.data(), got, in);
     if (found != expected) in.fail(wrong_kind_message(found, expected));
@@ -178,7 +178,7 @@ void container_reader::finish() {
 filter_kind peek_kind(const std::uint8_t* first_bytes, std::size_t size, const byte_source& in) {
   if (size < sizeof container_magic ||
       !std::equal(first_bytes, first_bytes + sizeof container_magic, container_magic))
-    in.fail("not a gbf filter file (bad magic; expected \"GBFBLOOM\")");
+    in.fail(bad_magic_problem);
   if (size < offset::version + 4) in.fail("truncated file: no format version");
   const std::uint32_t version = get_le32(first_bytes + offset::version);
   if (version == 1) return filter_kind::bloom;

@@ -37,6 +37,11 @@ std::string kind_name(std::uint32_t kind);
 
 /// The first bytes every gbf file starts with.
 inline constexpr char container_magic[8] = {'G', 'B', 'F', 'B', 'L', 'O', 'O', 'M'};
+/// The problem a reader names for input without them: the likeliest other filter a user
+/// has is a Parquet SBBF, which has no magic of its own to recognise it by.
+inline constexpr const char* bad_magic_problem =
+    "not a gbf filter file (bad magic; expected \"GBFBLOOM\"); a Parquet SBBF is read as one "
+    "(load_parquet_sbbf, gbf.load(format=\"parquet-sbbf\"), the CLI's --format parquet-sbbf)";
 /// Bytes of the fixed part of a version-2 header (before the kind's fields).
 inline constexpr std::size_t container_fixed_bytes = 32;
 /// Largest version-2 header a reader accepts (a bound on what a corrupt file makes it allocate).

@@ -3,8 +3,10 @@
 // sink (a vector, or an atomically renamed file) and a byte source (a buffer,
 // or a file read in chunks), so the in-memory variants the tests and the
 // fuzzer use run exactly the code that files do.
+#include <algorithm>
 #include <array>
 #include <cstdio>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -30,7 +32,6 @@ using detail::put_le64;
 using detail::vector_sink;
 using detail::xxh64_stream;
 
-constexpr std::array<std::uint8_t, 8> magic = {'G', 'B', 'F', 'B', 'L', 'O', 'O', 'M'};
 constexpr std::size_t header_bytes = 80;
 constexpr std::size_t checksum_bytes = 8;
 
@@ -51,7 +52,7 @@ constexpr std::size_t payload_bytes = 72;
 
 std::array<std::uint8_t, header_bytes> encode_header(const file_metadata& m) {
   std::array<std::uint8_t, header_bytes> h{};
-  std::copy(magic.begin(), magic.end(), h.begin());
+  std::copy(std::begin(detail::container_magic), std::end(detail::container_magic), h.begin());
   put_le32(&h[offset::version], file_format_version);
   put_le32(&h[offset::header_length], static_cast<std::uint32_t>(header_bytes));
   put_le32(&h[offset::words_per_block], m.l.words_per_block);
@@ -90,8 +91,9 @@ file_metadata read_native_header(byte_source& in, xxh64_stream& hash) {
   const std::size_t got = in.read(h.data(), h.size());
   // Magic and version first: a short file of another kind is "not a gbf
   // file", and a newer version may have a longer header, not a truncated one.
-  if (!std::equal(h.begin(), h.begin() + std::min(got, magic.size()), magic.begin()))
-    in.fail("not a gbf filter file (bad magic; expected \"GBFBLOOM\")");
+  if (!std::equal(h.begin(), h.begin() + std::min(got, sizeof detail::container_magic),
+                  detail::container_magic))
+    in.fail(detail::bad_magic_problem);
   if (got >= offset::version + 4 && get_le32(&h[offset::version]) != file_format_version) {
     // Another kind's container (version 2) says what it holds; any other
     // version is unsupported (peek_kind throws naming it).

@@ -79,7 +79,8 @@ filter read_parquet(byte_source& source, bool with_header, const options& opts) 
   }();
   if (available == 0 || available % 32 != 0)
     in.fail("bitset size " + std::to_string(available) +
-            " bytes is not a positive multiple of 32 (the SBBF block size)");
+            " bytes is not a positive multiple of 32 (the SBBF block size)" +
+            (with_header ? "" : "; if a Thrift header comes first, read it with the header"));
   layout l;  // the default layout is Parquet's: W = 8, k = 8, xxh64, seed 0
   l.num_blocks = available / 32;
   if (const char* problem = layout_problem(l)) in.fail(std::string("impossible layout: ") + problem);

@@ -27,8 +27,9 @@ import os
 import platform
 import statistics
 import sys
+import tempfile
 import time
-from typing import Callable, List, Literal, Optional
+from typing import Callable, List, Literal, Optional, Tuple
 
 import numpy as np
 
@@ -208,30 +209,92 @@ def _overhead_row(b: _Backend, rng) -> dict:
             "cpp_ns": cpp_s * 1e9, "overhead_ns": (python_s - cpp_s) * 1e9}
 
 
-def _numbers(text: str, kind=float) -> list:
-    return [kind(float(x)) for x in text.split(",") if x]
+_BACKENDS = ("cpu1", "cpu", "gpu-host", "gpu-device")
+
+
+def _batches(text: str) -> List[int]:
+    """--batches: whole numbers of keys in [1, 1e12], comma-separated (1e3 notation too)."""
+    values = []
+    for item in text.split(","):
+        try:
+            value = float(item)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{item!r} is not a number of keys") from None
+        if not (1 <= value <= 1e12 and value.is_integer()):
+            raise argparse.ArgumentTypeError(f"{item!r} is not a whole number of keys in [1, 1e12]")
+        values.append(int(value))
+    return values
+
+
+def _sizes(text: str) -> List[float]:
+    """--filter-mib: sizes in MiB from one 32-byte block to 128 GiB, comma-separated."""
+    values = []
+    for item in text.split(","):
+        try:
+            value = float(item)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{item!r} is not a size in MiB") from None
+        if not 32 / 2**20 <= value <= 128 * 1024:  # also refuses nan
+            raise argparse.ArgumentTypeError(f"{item!r} is not a size in MiB from 32 B (one block) to 131072")
+        values.append(value)
+    return values
+
+
+def _names(allowed: Tuple[str, ...], what: str):
+    def parse(text: str) -> List[str]:
+        names = text.split(",")
+        unknown = [n for n in names if n not in allowed]
+        if unknown:
+            raise argparse.ArgumentTypeError(f"unknown {what} {unknown} (one of {', '.join(allowed)})")
+        return names
+    return parse
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gbf bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--batches", default="1e3,1e4,1e5,1e6,1e7", help="batch sizes in keys (default %(default)s)")
-    parser.add_argument("--filter-mib", default="1,64", help="filter sizes in MiB (default %(default)s)")
-    parser.add_argument("--backends", default="cpu1,cpu,gpu-host,gpu-device",
-                        help="backends to run (default %(default)s; GPU ones only where there is a GPU)")
-    parser.add_argument("--ops", default="contains,add", help="operations (default %(default)s)")
-    parser.add_argument("--min-seconds", type=float, default=0.2, help="time per measurement (default %(default)s)")
-    parser.add_argument("--quick", action="store_true", help="a small CPU-only run (batches 1e3,1e5; 1 MiB)")
+    parser.add_argument("--batches", type=_batches, help="batch sizes in keys (default 1e3,1e4,1e5,1e6,1e7)")
+    parser.add_argument("--filter-mib", type=_sizes, help="filter sizes in MiB (default 1,64)")
+    parser.add_argument("--backends", type=_names(_BACKENDS, "backends"),
+                        help="backends to run (default cpu1,cpu,gpu-host,gpu-device; GPU ones only where there "
+                             "is a GPU)")
+    parser.add_argument("--ops", type=_names(("contains", "add"), "ops"), default=["contains", "add"],
+                        help="operations (default contains,add)")
+    parser.add_argument("--min-seconds", type=float, default=None, help="time per measurement (default 0.2)")
+    parser.add_argument("--quick", action="store_true",
+                        help="a small CPU-only run (batches 1e3,1e5; 1 MiB; 0.05 s); not with the options it sets")
     parser.add_argument("--json", help="also write the rows as JSON to this path")
     args = parser.parse_args(argv)
-    unknown_ops = set(args.ops.split(",")) - {"contains", "add"}
-    if unknown_ops:
-        parser.error(f"unknown ops {sorted(unknown_ops)} (contains, add)")
+    chosen = [name for name in ("batches", "filter_mib", "backends", "min_seconds") if getattr(args, name) is not None]
+    if args.quick and chosen:
+        parser.error(f"--quick sets --{chosen[0].replace('_', '-')} itself; drop one of them")
     if args.quick:
-        args.batches, args.filter_mib, args.backends, args.min_seconds = "1e3,1e5", "1", "cpu", 0.05
-    result = run(_numbers(args.batches, int), _numbers(args.filter_mib), args.backends.split(","),
-                 args.ops.split(","), args.min_seconds)
+        args.batches, args.filter_mib, args.backends, args.min_seconds = [1000, 100000], [1.0], ["cpu"], 0.05
+    # The JSON goes to a temporary beside its path, made before the measurements (a path that
+    # cannot be written fails now, not after the run) and renamed over it at the end (an
+    # existing file is replaced whole or not at all).
+    json_file = None
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
+        try:
+            json_file = tempfile.NamedTemporaryFile("w", dir=os.path.dirname(os.path.abspath(args.json)),
+                                                    prefix=os.path.basename(args.json) + ".", suffix=".tmp",
+                                                    delete=False)
+        except OSError as e:
+            parser.exit(1, f"python -m gbf bench: cannot write --json {args.json}: {e.strerror}\n")
+    try:
+        result = run(args.batches or [10**3, 10**4, 10**5, 10**6, 10**7], args.filter_mib or [1.0, 64.0],
+                     args.backends or list(_BACKENDS), args.ops, 0.2 if args.min_seconds is None else args.min_seconds)
+        if json_file is not None:
+            json.dump(result, json_file, indent=1)
+            json_file.close()
+            os.replace(json_file.name, args.json)
+    finally:
+        if json_file is not None and not json_file.closed:
+            json_file.close()
+        if json_file is not None and os.path.exists(json_file.name):
+            os.unlink(json_file.name)
+    if not result["rows"]:
+        print("gbf python bench: no backend could run here (see the notes above); nothing was measured",
+              file=sys.stderr)
+        return 1
     return 0 if result["verified"] else 1

@@ -23,6 +23,33 @@ def test_bench_quick_run(tmp_path):
 def test_bench_usage_errors():
     result = subprocess.run([sys.executable, "-m", "gbf"], capture_output=True, text=True)
     assert result.returncode == 2 and "usage" in result.stderr
-    result = subprocess.run([sys.executable, "-m", "gbf", "bench", "--backends", "tpu"], capture_output=True,
-                            text=True)
-    assert result.returncode != 0 and "unknown backend" in result.stderr
+    # Every bad value is argparse's usage error (exit 2) naming it; they were tracebacks,
+    # silently truncated (1.5 keys), or rows of a "-1 MiB" filter.
+    for args, words in ((["--backends", "tpu"], "unknown backends ['tpu']"),
+                        (["--batches", "abc"], "'abc' is not a number of keys"),
+                        (["--batches", "-1"], "'-1' is not a whole number of keys"),
+                        (["--batches", "1.5"], "'1.5' is not a whole number of keys"),
+                        (["--filter-mib", "nan"], "'nan' is not a size in MiB"),
+                        (["--filter-mib", "-1"], "'-1' is not a size in MiB"),
+                        (["--ops", "insert"], "unknown ops ['insert']"),
+                        (["--quick", "--backends", "cpu1"], "--quick sets --backends itself")):
+        result = subprocess.run([sys.executable, "-m", "gbf", "bench", *args], capture_output=True, text=True)
+        assert result.returncode == 2 and words in result.stderr, (args, result.stderr)
+
+
+def test_bench_fails_before_measuring_when_its_json_cannot_be_written(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "gbf", "bench", "--quick", "--json",
+                             str(tmp_path / "no-such-dir" / "b.json")], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1 and "cannot write --json" in result.stderr, result.stderr
+    assert "per-call overhead" not in result.stdout  # nothing was measured
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bench_with_no_backend_that_can_run_measures_nothing_and_says_so():
+    # gpu-device needs a GPU and CuPy: where either is missing no row runs, which exited 0
+    # with "verified": true.
+    result = subprocess.run([sys.executable, "-m", "gbf", "bench", "--backends", "gpu-device", "--batches", "1e3",
+                             "--filter-mib", "1"], capture_output=True, text=True, timeout=60)
+    if "skipped" not in result.stdout + result.stderr:
+        return  # a machine with a GPU and CuPy runs the rows
+    assert result.returncode == 1 and "nothing was measured" in result.stderr, result.stderr

@@ -195,3 +195,17 @@ def test_text_keys_match_cli_from_lists_and_arrow(run_cli, tmp_path):
         assert np.array_equal(f.contains(queries), expected)
     rows = run_cli("query", tmp_path / "cli.gbf", tmp_path / "probe.txt", "--select", "--row-numbers", "-q").stdout
     assert f.select(pa.array(probe)).tolist() == [int(r) for r in rows.split()]
+
+
+def test_info_names_no_target_fpp_for_a_filter_that_recorded_none(run_cli, tmp_path):
+    # An exact layout given fpp=None records 0 (unknown); info's over-capacity warning
+    # said "target 0%".
+    f = gbf.Filter(5, None, layout=gbf.Layout(8, 8, 0, 4), backend="cpu")
+    f.add(np.arange(1_000, dtype=np.int64))
+    f.save(tmp_path / "unknown.gbf")
+    text = run_cli("info", tmp_path / "unknown.gbf").stdout
+    assert "WARNING: over capacity" in text and "(target unknown)" in text and "target 0%" not in text
+    g = gbf.Filter(5, 0.01, layout=gbf.Layout(8, 8, 0, 4), backend="cpu")
+    g.add(np.arange(1_000, dtype=np.int64))
+    g.save(tmp_path / "known.gbf")
+    assert "(target 1%)" in run_cli("info", tmp_path / "known.gbf").stdout

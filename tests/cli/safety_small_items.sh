@@ -136,6 +136,13 @@ for cmd in "demo --keys 10 --probes 10" "join --sf 0.01" "create --capacity 10 -
   done
 done
 
+# An fpp no layout reaches for that many keys is a usage error in demo as in create
+# (demo exited 1).
+for cmd in "demo --keys 1000 --probes 10" "create --capacity 1000 -o x.gbf"; do
+  expect_rc 2 "$GBF" $cmd --fpp 1e-300
+  expect_err "^gbf: "
+done
+
 # build without --capacity counts a file's keys first; a pipe cannot be read
 # twice, so it is refused before anything is read from it.
 rm -f x.gbf

@@ -17,8 +17,9 @@ expect_out() { [[ "$(cat out)" == "$1" ]] || fail "stdout is '$(cat out)', want 
 # Key files: raw u32/u64 arrays, .npy (v1, <i8 and <u4), text.
 python3 - <<'PY'
 import struct
-def npy(path, descr, fmt, values, fortran=False):
-    header = "{'descr': '%s', 'fortran_order': %s, 'shape': (%d,), }" % (descr, fortran, len(values))
+def npy(path, descr, fmt, values, fortran=False, shape=None):
+    shape = len(values) if shape is None else shape
+    header = "{'descr': '%s', 'fortran_order': %s, 'shape': (%d,), }" % (descr, fortran, shape)
     header += ' ' * (63 - (10 + len(header)) % 64) + '\n'
     with open(path, 'wb') as f:
         f.write(b'\x93NUMPY\x01\x00' + struct.pack('<H', len(header)) + header.encode())
@@ -32,6 +33,8 @@ npy('k4.npy', '<u4', 'I', list(range(300)))
 npy('f.npy', '<f8', 'd', [1.0, 2.0])
 npy('big.npy', '>i8', 'q', [1])
 npy('fortran.npy', '<i8', 'q', [1], fortran=True)
+npy('pipe-order.npy', '|i8', 'q', [1])
+npy('negative-shape.npy', '<i8', 'q', [1], shape=-1)
 open('k.txt', 'w').write(''.join('key-%d\n' % i for i in range(300)))
 open('mixed.txt', 'wb').write(b'alpha\r\nbeta\n\ngamma')
 PY
@@ -291,11 +294,22 @@ expect_rc 1 "$GBF" query a.gbf big.npy
 expect_err "big-endian"
 expect_rc 1 "$GBF" query a.gbf fortran.npy
 expect_err "Fortran"
+expect_rc 1 "$GBF" query a.gbf pipe-order.npy
+expect_err "byte order '|' where a 4- or 8-byte integer needs '<' (little-endian)"
+expect_rc 1 "$GBF" query a.gbf negative-shape.npy
+expect_err ".npy shape (-1,) is not a valid length"
 cp k.u64 k.bin
 expect_rc 1 "$GBF" query a.gbf k.bin
 expect_err "keys-format"
 expect_rc 1 "$GBF" info k.txt
 expect_err "bad magic"
+# The likeliest mix-ups between the formats say what to pass.
+expect_rc 1 "$GBF" info p.sbbf
+expect_err "a Parquet SBBF is read as one (.*--format parquet-sbbf)"
+expect_rc 1 "$GBF" info p.sbbf --format parquet-sbbf --no-header
+expect_err "not a positive multiple of 32 (the SBBF block size); if a Thrift header comes first, read it with the header"
+expect_rc 1 "$GBF" info a.gbf --format parquet-sbbf
+expect_err "this is a gbf filter file"
 
 if (( failures > 0 )); then
   echo "$failures failure(s)"
