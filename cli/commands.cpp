@@ -326,7 +326,7 @@ void print_info_json(const filter_file& file, const file_metadata& meta, const f
     std::snprintf(text, sizeof text, "%.17g", x);
     return text;
   };
-  std::printf("{\"file\": %s, \"format\": %s, \"words_per_block\": %u, \"bits_per_key\": %u, "
+  std::printf("{\"file\": %s, \"format\": %s, \"kind\": \"plain\", \"words_per_block\": %u, \"bits_per_key\": %u, "
               "\"seed\": %llu, \"num_blocks\": %llu, \"size_bytes\": %llu, "
               "\"parquet_problem\": %s, \"capacity\": %llu, \"fpp\": %s, \"keys_inserted\": %llu, "
               "\"bits_set\": %llu, \"num_bits\": %llu, \"fill_ratio\": %s, "

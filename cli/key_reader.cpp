@@ -146,8 +146,10 @@ class binary_reader final : public key_reader {
       fail_io(path_, "read failed at byte " + with_commas(byte_of(read_) + bytes) + " (key " +
                          with_commas(read_ + bytes / sizeof(Word)) + ")");
     if (bytes % sizeof(Word) != 0)
-      fail_format(path_, "ends with a partial key (" + std::to_string(bytes % sizeof(Word)) +
-                             " trailing bytes; keys are " + std::to_string(sizeof(Word)) + " bytes)");
+      fail_format(path_, "ends with a partial key at " +
+                             at_byte(byte_of(read_ + bytes / sizeof(Word)), "key", read_ + bytes / sizeof(Word)) +
+                             " (" + std::to_string(bytes % sizeof(Word)) + " trailing bytes; keys are " +
+                             std::to_string(sizeof(Word)) + " bytes)");
     out.resize(bytes / sizeof(Word));
     if (spec_.count && out.size() < max_keys)
       fail_format(path_, "truncated: " + std::to_string(read_ + out.size()) + " of " +

@@ -121,7 +121,7 @@ void print_scaling_info(const filter_file& file, const scaling_filter& f, bool j
     return;
   }
   const auto row = [](const char* name, const std::string& value) {
-    std::printf("%-24s %s\n", name, value.c_str());
+    std::printf("%-25s %s\n", name, value.c_str());  // the widest: "Number of items inserted:"
   };
   char text[160];
   row("file:", file.path);

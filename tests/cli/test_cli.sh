@@ -155,7 +155,7 @@ grep -q '^keys inserted: *1,000' out || fail "info keys inserted"
 grep -q '^layout: *8 words/block, 8 bits/key, seed 0' out || fail "info layout"
 grep -q 'WARNING' out && fail "info warns on a filter within capacity"
 expect_rc 0 "$GBF" info a.gbf --json
-python3 -c "import json,sys; d=json.load(open('out')); assert d['keys_inserted']==1000 and not d['over_capacity']" \
+python3 -c "import json,sys; d=json.load(open('out')); assert d['keys_inserted']==1000 and not d['over_capacity'] and d['kind']=='plain'" \
   || fail "info --json"
 
 # Over capacity: 1000 keys in a filter sized for 100.
