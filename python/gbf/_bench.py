@@ -212,32 +212,31 @@ def _overhead_row(b: _Backend, rng) -> dict:
 _BACKENDS = ("cpu1", "cpu", "gpu-host", "gpu-device")
 
 
-def _batches(text: str) -> List[int]:
-    """--batches: whole numbers of keys in [1, 1e12], comma-separated (1e3 notation too)."""
+def _numbers(text: str, noun: str, fits: Callable[[float], bool], requirement: str) -> List[float]:
+    """Comma-separated numbers (1e3 notation too) with fits(value) true; else argparse's
+    error naming the value: not `noun` (not a number at all), or not `requirement`."""
     values = []
     for item in text.split(","):
         try:
             value = float(item)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{item!r} is not a number of keys") from None
-        if not (1 <= value <= 1e12 and value.is_integer()):
-            raise argparse.ArgumentTypeError(f"{item!r} is not a whole number of keys in [1, 1e12]")
-        values.append(int(value))
+            raise argparse.ArgumentTypeError(f"{item!r} is not {noun}") from None
+        if not fits(value):  # nan fits nothing
+            raise argparse.ArgumentTypeError(f"{item!r} is not {requirement}")
+        values.append(value)
     return values
+
+
+def _batches(text: str) -> List[int]:
+    """--batches: whole numbers of keys in [1, 1e12]."""
+    return [int(v) for v in _numbers(text, "a number of keys", lambda v: 1 <= v <= 1e12 and v.is_integer(),
+                                     "a whole number of keys in [1, 1e12]")]
 
 
 def _sizes(text: str) -> List[float]:
-    """--filter-mib: sizes in MiB from one 32-byte block to 128 GiB, comma-separated."""
-    values = []
-    for item in text.split(","):
-        try:
-            value = float(item)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{item!r} is not a size in MiB") from None
-        if not 32 / 2**20 <= value <= 128 * 1024:  # also refuses nan
-            raise argparse.ArgumentTypeError(f"{item!r} is not a size in MiB from 32 B (one block) to 131072")
-        values.append(value)
-    return values
+    """--filter-mib: sizes in MiB from one 32-byte block to 128 GiB."""
+    return _numbers(text, "a size in MiB", lambda v: 32 / 2**20 <= v <= 128 * 1024,
+                    "a size in MiB from 32 B (one block) to 131072")
 
 
 def _names(allowed: Tuple[str, ...], what: str):
