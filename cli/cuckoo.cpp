@@ -75,11 +75,19 @@ std::string number(double x) {
 void warn_if_over_load(const cuckoo_filter& f, const std::string& path) {
   const cuckoo_stats s = f.stats();
   if (!s.over_capacity) return;
-  std::fprintf(stderr,
-               "gbf: warning: '%s' is %s full, past the %s up to which inserts never fail; "
-               "its false-positive rate is now %.3g%%\n",
-               path.c_str(), percent(s.load_factor).c_str(), percent(s.max_load).c_str(),
-               100 * s.estimated_fpr);
+  if (s.load_factor > s.max_load) {
+    std::fprintf(stderr,
+                 "gbf: warning: '%s' is %s full, past the %s up to which inserts never fail; "
+                 "its false-positive rate is now %.3g%%\n",
+                 path.c_str(), percent(s.load_factor).c_str(), percent(s.max_load).c_str(),
+                 100 * s.estimated_fpr);
+  } else {
+    std::fprintf(stderr,
+                 "gbf: warning: '%s' holds %s keys, past its capacity of %s; "
+                 "its false-positive rate is now %.3g%%\n",
+                 path.c_str(), with_commas(s.occupied_slots).c_str(), with_commas(s.capacity).c_str(),
+                 100 * s.estimated_fpr);
+  }
 }
 
 }  // namespace
@@ -318,9 +326,13 @@ int run_cuckoo_info(const info_args& args) {
       std::snprintf(text, sizeof text, "%.2f at capacity", cuckoo_bits_per_key(l, meta.capacity));
       row("bits/key:", text);
     }
-    if (s.over_capacity)
+    if (s.load_factor > s.max_load)
       std::printf("WARNING: over capacity: load %s is past %s; inserts may fail\n",
                   percent(s.load_factor).c_str(), percent(s.max_load).c_str());
+    else if (s.over_capacity)
+      std::printf("WARNING: over capacity: %s keys held, capacity %s; the false-positive rate "
+                  "is past what it was sized for\n",
+                  with_commas(s.occupied_slots).c_str(), with_commas(s.capacity).c_str());
   }
   check_stdout();
   return 0;

@@ -279,7 +279,10 @@ cuckoo_stats cuckoo_filter::stats() const {
   s.keys_removed = t.keys_removed;
   s.evictions = t.evictions;
   s.failed_inserts = t.failed_inserts;
-  s.over_capacity = s.load_factor > s.max_load;
+  // Past the load where inserts may fail, or holding more keys than it was
+  // sized for: below its maximum load a table sized for a low fpp still
+  // takes keys, but its FPR grows past the target with every one.
+  s.over_capacity = s.load_factor > s.max_load || (s.capacity > 0 && s.occupied_slots > s.capacity);
   return s;
 }
 

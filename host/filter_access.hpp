@@ -7,6 +7,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "gbf/counting_filter.hpp"
@@ -56,6 +59,12 @@ struct filter_access {
   static scaling_filter zeroed_chain(const scaling_config& config,
                                      const std::vector<scaling_level>& levels, const options& opts) {
     return scaling_filter::with_zeroed_levels(config, levels, opts);
+  }
+  /// A chain over `chain`, a backend already holding `levels` (tests wrap a real
+  /// backend in one that fails on cue).
+  static scaling_filter adopt_chain(const scaling_config& config, std::vector<scaling_level> levels,
+                                    std::unique_ptr<scaling_backend> chain) {
+    return scaling_filter(config, std::move(levels), std::move(chain), "adopted");
   }
   static void write_words(scaling_filter& f, std::size_t level, std::uint64_t first,
                           std::uint64_t count, const std::uint32_t* in) {

@@ -76,9 +76,8 @@ scaling_level plan_level(const scaling_config& c, std::size_t index) {
   try {
     level.l = size_for(level.capacity, level.fpp, c.s);
   } catch (const invalid_argument& e) {
-    throw filter_full(which + "capacity " + std::to_string(level.capacity) + " at fpp " +
-                          number_text(level.fpp) + ": " + e.what(),
-                      0, 0);
+    // size_for's message names the capacity and fpp it was given.
+    throw filter_full(which + e.what(), 0, 0);
   }
   // k is fixed, so as the targets tighten a level's bits per key grow, slowly
   // at first, then (below about one key per block) doubling per level: with
@@ -232,6 +231,15 @@ void check_levels(const scaling_config& config, const std::vector<scaling_level>
     if (!(std::fabs(level.fpp - fpp) <= 1e-12 * fpp))
       throw invalid_argument(name + "target fpp " + detail::number_text(level.fpp, 17) +
                              " is not the rule's " + detail::number_text(fpp, 17));
+    // A level smaller than its capacity and fpp need (e.g. a crafted file)
+    // would silently break the chain's FPR bound; size_for gives the smallest
+    // that meets it, and a larger one is harmless.
+    if (const double fpr = expected_fpr(level.l, static_cast<double>(level.capacity));
+        !(fpr <= level.fpp * (1 + 1e-9)))
+      throw invalid_argument(name + std::to_string(level.l.num_blocks) + " blocks give an FPR of " +
+                             detail::number_text(fpr) + " at its capacity " +
+                             std::to_string(level.capacity) + ", above its target fpp " +
+                             detail::number_text(level.fpp) + " (too small for its rule)");
     if (level.keys > level.capacity)
       throw invalid_argument(name + std::to_string(level.keys) + " keys exceed its capacity " +
                              std::to_string(level.capacity));
@@ -447,6 +455,8 @@ verify_report scaling_filter::verify_keys(const key_batch& keys, const bool* fou
 }
 
 void scaling_filter::merge(const scaling_filter& other) {
+  impl();  // a moved-from chain on either side throws, even where nothing would be copied
+  other.impl();
   if (&other == this) return;  // x | x == x, and its keys are its own
   const scaling_config& a = config_;
   const scaling_config& b = other.config_;
@@ -473,10 +483,12 @@ void scaling_filter::merge(const scaling_filter& other) {
                         0, levels_[i].capacity - levels_[i].keys);
   }
   // The other chain's words come over a step at a time through one staging
-  // buffer (no copy of a whole level). Everything that allocates comes first:
-  // the staging, then the levels only `other` has, filled and dropped again if
-  // one cannot be made, so a merge that fails for memory leaves this chain as
-  // it was; the ORs into the common levels then allocate nothing on the host.
+  // buffer (no copy of a whole level). The levels only `other` has come first,
+  // then the ORs into the common levels (a GPU chain's first OR allocates its
+  // device staging); a failure anywhere drops the pushed levels again and
+  // changes no count, so a merge that fails for memory leaves this chain as it
+  // was, but for bits an interrupted OR may have added (false positives, never
+  // a lost key). The level list changes last, when nothing can fail.
   std::uint64_t most_words = 0;
   for (const scaling_level& level : other.levels_) most_words = std::max(most_words, level.l.num_words());
   std::vector<std::uint32_t> staging(static_cast<std::size_t>(std::min(detail::staging_words, most_words)));
@@ -498,16 +510,16 @@ void scaling_filter::merge(const scaling_filter& other) {
         impl().write_words(i, first, count, in);
       });
     }
+    for (std::size_t i = 0; i < common; ++i) {
+      for_each_step(i, [&](std::uint64_t first, std::uint64_t count, const std::uint32_t* in) {
+        impl().or_words(i, first, count, in);
+      });
+    }
   } catch (...) {
     for (; pushed > 0; --pushed) impl().pop_level();
     throw;
   }
-  for (std::size_t i = 0; i < common; ++i) {
-    for_each_step(i, [&](std::uint64_t first, std::uint64_t count, const std::uint32_t* in) {
-      impl().or_words(i, first, count, in);
-    });
-    levels_[i].keys += other.levels_[i].keys;
-  }
+  for (std::size_t i = 0; i < common; ++i) levels_[i].keys += other.levels_[i].keys;
   for (std::size_t i = common; i < other.levels_.size(); ++i) levels_.push_back(other.levels_[i]);
 }
 

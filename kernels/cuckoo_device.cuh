@@ -136,6 +136,10 @@ struct shared_table {
       const cuckoo_move m = chain[i];
       const std::uint64_t to = cuckoo_alternate(m.bucket, m.tag, num_buckets);
       if (!place(to, m.tag)) return false;
+      // Two relaxed CASes on different words: without a fence a reader on
+      // another SM may see the old slot cleared before the copy lands, and miss
+      // a key that was present all along.
+      __threadfence();
       if (!swap(m.bucket, m.slot, m.tag, i == 0 ? tag : 0)) {
         undo_copy(m.bucket, to, m.tag);
         return false;

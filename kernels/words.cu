@@ -68,4 +68,13 @@ void popcount(const std::uint32_t* words, std::uint64_t num_words, std::uint64_t
                           reinterpret_cast<counter_t*>(counter));
 }
 
+cudaError_t kernel_image_status() noexcept {
+  // Any kernel of the library answers for all: they are built for the same
+  // architectures, and the attribute query loads the module for this device.
+  cudaFuncAttributes attributes{};
+  const cudaError_t status = cudaFuncGetAttributes(&attributes, combine_kernel<word_op::bit_or>);
+  if (status != cudaSuccess) cudaGetLastError();
+  return status;
+}
+
 }  // namespace gbf::detail::gpu

@@ -20,4 +20,10 @@ void combine_words(std::uint32_t* dst, const std::uint32_t* src, std::uint64_t n
 void popcount(const std::uint32_t* words, std::uint64_t num_words, std::uint64_t* counter,
               cudaStream_t stream);
 
+/// cudaSuccess when this build holds code the current device can run, else the
+/// runtime's reason (e.g. cudaErrorNoKernelImageForDevice on an architecture
+/// older than the build's, cudaErrorDevicesUnavailable on a busy exclusive GPU).
+/// Creates the device's context; leaves the runtime's last error as it found it.
+cudaError_t kernel_image_status() noexcept;
+
 }  // namespace gbf::detail::gpu

@@ -1,55 +1,57 @@
 #!/usr/bin/env bash
 # Runs on the device machine: the GPU benchmark suite (gbf_bench_gpu, see
-# docs/performance.md) with JSON results and a headed log:
-#   bench/results/NAME.json  Google Benchmark's JSON (--benchmark_out)
-#   bench/results/NAME.log   first lines exactly
-#                              device: <GPU name>
-#                              driver: <driver version>
-#                              commit: <commit>
-#                              command: <the exact command>
-#                            then everything the command printed.
-#   usage: scripts/gpu_bench.sh NAME [COMMIT] [-- EXTRA_BENCHMARK_ARGS...]
-# COMMIT defaults to `git rev-parse HEAD` (the device machine's copy of the tree
-# may have no .git: then pass it). The binary is .device/bin/gbf_bench_gpu
-# (.device/bin, carried: scripts/device_prep.sh builds it here; the device machine
-# has no Google Benchmark), else $GBF_BENCH_GPU, else it is built with
-# `cmake --preset native` (needs libbenchmark-dev).
+# docs/performance.md) with JSON results and a headed log, written straight into
+# $OUT (the folder the device tool brings back; bench/results/ where it is unset):
+#   NAME.json         Google Benchmark's JSON (--benchmark_out, written at the end)
+#   NAME.log          first lines exactly
+#                       device: <GPU name>
+#                       driver: <driver version>
+#                       commit: <COMMIT>
+#                       command: <the exact command>
+#                     then the console table, a row as each finishes (so a run cut
+#                     off by the time limit keeps the rows done), "exit status: N" last
+#   NAME.summary.txt  a short table for the reply
+#   usage: scripts/gpu_bench.sh NAME COMMIT [-- EXTRA_BENCHMARK_ARGS...]
+# COMMIT is the full sha scripts/device_prep.sh built (.device/COMMIT; checked by
+# scripts/device_check.sh). The binary is .device/bin/gbf_bench_gpu (carried: the
+# device machine has no Google Benchmark to build it), else $GBF_BENCH_GPU.
+# BENCH_TIMEOUT (s, default 570) bounds the run.
 set -uo pipefail
+usage="usage: scripts/gpu_bench.sh NAME COMMIT [-- EXTRA_BENCHMARK_ARGS...]"
 cd "$(dirname "$0")/.."
-name=${1:?usage: scripts/gpu_bench.sh NAME [COMMIT] [-- EXTRA_BENCHMARK_ARGS...]}
-shift
-commit=""
-if [ $# -gt 0 ] && [ "$1" != "--" ]; then
-  commit=$1
+name=${1:?$usage}
+commit=${2:?$usage}
+shift 2
+if [ $# -gt 0 ]; then
+  [ "$1" = "--" ] || { echo "gpu_bench: '$1': benchmark arguments follow '--'; $usage" >&2; exit 2; }
   shift
 fi
-if [ $# -gt 0 ] && [ "$1" = "--" ]; then shift; fi
-[ -n "$commit" ] || commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+if [[ $name == */* || $name == .* ]]; then
+  echo "gpu_bench: NAME '$name' must be a plain file name (no '/', not starting with '.')" >&2
+  exit 2
+fi
 
 source scripts/env.sh
+source scripts/device_check.sh  # exits 2: no .device, COMMIT not its build's, no GPU
 source scripts/device_env.sh
 
 bin=${GBF_BENCH_GPU:-.device/bin/gbf_bench_gpu}
 if [ ! -x "$bin" ]; then
-  echo "gpu_bench: no $bin; building with the native preset" >&2
-  cmake --preset native >/dev/null || exit 1
-  cmake --build --preset native -j "$(nproc)" --target gbf_bench_gpu || exit 1
-  bin=build/native/bench/gbf_bench_gpu
+  echo "gpu_bench: no $bin: run scripts/device_prep.sh on the development machine and carry .device" >&2
+  exit 2
 fi
 
-query=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)
-device=${query%,*}
-driver=${query##*, }
-
-mkdir -p bench/results
-json=bench/results/$name.json
-log=bench/results/$name.log
-cmd=("$bin" --benchmark_format=json "--benchmark_out=$json" "$@")
+results=${OUT:-bench/results}
+mkdir -p "$results"
+json=$results/$name.json
+log=$results/$name.log
+cmd=(timeout --kill-after=10 "${BENCH_TIMEOUT:-570}" "$bin" "--benchmark_out=$json"
+     --benchmark_out_format=json "$@")
 {
   echo "device: $device"
   echo "driver: $driver"
   echo "commit: $commit"
-  echo "command: ${cmd[*]}"
+  echo "command: $(printf '%q ' "${cmd[@]}")"
   "${cmd[@]}" 2>&1
   echo "exit status: $?"
 } > "$log"
@@ -58,7 +60,7 @@ status=$?
 
 # A short table for the reply (the full numbers are in the JSON).
 if command -v python3 >/dev/null 2>&1 && [ -s "$json" ]; then
-  python3 - "$json" <<'EOF' | tee "bench/results/$name.summary.txt"
+  python3 - "$json" <<'EOF' | tee "$results/$name.summary.txt"
 import json, sys
 data = json.load(open(sys.argv[1]))
 print(data["context"].get("gpu", "?"), "| cuco:", data["context"].get("cuco", "?"))

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "host/backend.hpp"
@@ -98,13 +99,28 @@ void gpu_executor::order_after_earlier_work(cudaStream_t s, cudaStream_t caller)
   GBF_CUDA_TRY(cudaStreamWaitEvent(s, caller_done_.get(), 0));
 }
 
+// The stream's entry is made before any of the call's work is queued: made
+// after, a failure to create its event would leave queued kernels that no
+// later call waits for (and the destructor would free memory under them).
+void gpu_executor::prepare_async(cudaStream_t stream) const {
+  for (const async_stream& a : async_streams_) {
+    if (a.stream == stream) return;
+  }
+  async_streams_.push_back({stream, event{}});  // a never-recorded event counts as complete
+}
+
 void gpu_executor::note_async(cudaStream_t stream) const {
   for (const async_stream& a : async_streams_) {
     if (a.stream == stream) return a.done.record(stream);
   }
-  async_streams_.push_back({stream, event{}});
-  async_streams_.back().done.record(stream);
+  throw std::logic_error("note_async: the stream was not prepared");
 }
+
+// A synchronous call made its stream(s) wait for every _async call's event and
+// then waited for them on the host: all those events have completed, and
+// forgetting them keeps a program that uses a new stream per request from
+// making every later call wait on (and hold) an event per stream ever used.
+void gpu_executor::forget_finished_async() const noexcept { async_streams_.clear(); }
 
 void gpu_executor::run_sync(const std::function<void(cudaStream_t)>& queue) const {
   const device_scope on_device(device_);
@@ -113,6 +129,7 @@ void gpu_executor::run_sync(const std::function<void(cudaStream_t)>& queue) cons
     order_after_earlier_work(s, nullptr);
     queue(s);
     main_.synchronize();
+    forget_finished_async();
   } catch (...) {
     settle(s);
     throw;
@@ -123,6 +140,10 @@ void* gpu_executor::scratch_for(const key_call& c, std::size_t bytes) {
   const device_scope on_device(device_);
   if (c.async) wait_for_async(c.stream);
   if (scratch_.size_bytes() < bytes) {
+    // An earlier _async call's kernels may still use the old buffer, and
+    // cudaFree is not promised to wait for them (it "may" synchronize): the
+    // host waits for every one first. Synchronous calls have finished.
+    for (const async_stream& a : async_streams_) GBF_CUDA_TRY(cudaEventSynchronize(a.done.get()));
     scratch_ = device_buffer<unsigned char>();  // free the old one first: less peak memory
     scratch_ = device_buffer<unsigned char>(bytes);
   }
@@ -206,6 +227,7 @@ std::uint64_t gpu_executor::run_async(const key_batch& keys, const key_call& cal
                                       const chunk_kernels& queue) {
   require_device_keys(keys, call.what);
   const cudaStream_t s = call.stream;
+  prepare_async(s);
   if (call.counting) {
     // The kernels accumulate: the caller's counter starts from zero in stream order.
     GBF_CUDA_TRY(cudaMemsetAsync(call.device_count, 0, sizeof(std::uint64_t), s));
@@ -256,7 +278,9 @@ std::uint64_t gpu_executor::run(const key_batch& keys, const key_call& call,
     host_run.order_after_earlier_work = [this, &call](cudaStream_t s) {
       order_after_earlier_work(s, call.stream);
     };
-    return pipeline_.run(keys, host_run, queue);
+    const std::uint64_t total = pipeline_.run(keys, host_run, queue);
+    forget_finished_async();  // every slot waited for them, and every slot has finished
+    return total;
   }
 
   const cudaStream_t s = call.stream != nullptr ? call.stream : main_.get();
@@ -270,6 +294,7 @@ std::uint64_t gpu_executor::run(const key_batch& keys, const key_call& call,
       GBF_CUDA_TRY(cudaMemcpyAsync(&total, counter_.data(), sizeof(total),
                                    cudaMemcpyDeviceToHost, s));
     GBF_CUDA_TRY(cudaStreamSynchronize(s));
+    forget_finished_async();
   } catch (...) {
     settle(s);
     throw;
@@ -303,6 +328,7 @@ std::uint64_t gpu_executor::select(const key_batch& keys, const key_call& call,
     if (keys.is_string())
       throw invalid_argument(std::string(call.what) +
                              ": string keys are not supported by select_async; use select");
+    prepare_async(call.stream);
   } else {
     report_async_string_error(call.what);
   }
@@ -336,8 +362,10 @@ std::uint64_t gpu_executor::select(const key_batch& keys, const key_call& call,
     }
     GBF_CUDA_TRY(cudaMemcpyAsync(&selected, count, sizeof(selected), cudaMemcpyDeviceToHost, s));
     GBF_CUDA_TRY(cudaStreamSynchronize(s));
+    forget_finished_async();
   } catch (...) {
-    if (!call.async) settle(s);
+    if (call.async) note_async(s);  // kernels queued before the failure still use the filter
+    else settle(s);
     throw;
   }
   return selected;

@@ -110,7 +110,7 @@ class gpu_executor {
   /// kept between operations. The buffer is shared by every call that takes one,
   /// so an _async call that does first makes its stream wait for every earlier
   /// _async call (any of which may still use it); a larger buffer replaces the
-  /// old one through cudaFree, which waits for all work on the device.
+  /// old one only after the host has waited for every _async call.
   void* scratch_for(const key_call& c, std::size_t bytes);
 
   /// One device word for the synchronous calls' counts.
@@ -119,7 +119,9 @@ class gpu_executor {
  private:
   void require_this_gpu(const key_batch& keys, const char* what) const;
   void order_after_earlier_work(cudaStream_t s, cudaStream_t caller) const;
+  void prepare_async(cudaStream_t stream) const;
   void note_async(cudaStream_t stream) const;
+  void forget_finished_async() const noexcept;
   void check_device_offsets(const key_batch& keys, const char* what, cudaStream_t s) const;
   void report_async_string_error(const char* what) const;
   std::uint64_t run_async(const key_batch& keys, const key_call& call, const chunk_kernels& queue);

@@ -8,6 +8,11 @@
 #include "gbf/backend.hpp"
 #include "host/backend.hpp"
 #include "host/keys.hpp"
+#include "kernels/words.cuh"
+
+#ifndef GBF_CUDA_ARCHITECTURES
+#define GBF_CUDA_ARCHITECTURES "unknown"
+#endif
 
 namespace gbf::detail {
 namespace {
@@ -29,6 +34,13 @@ std::string device_allocation_message(std::size_t bytes) {
     cudaGetLastError();  // the failed query must not linger as the next call's error
   }
   return what;
+}
+
+// The cleanup calls below cannot report a failure (they run in destructors);
+// a failed one clears the runtime's last error, which would otherwise be read
+// by the next launch's check and fail an unrelated, valid operation.
+void forget_failure(cudaError_t status) noexcept {
+  if (status != cudaSuccess) cudaGetLastError();
 }
 
 }  // namespace
@@ -64,7 +76,7 @@ void* device_allocate(std::size_t bytes) {
 }
 
 void device_release(void* p) noexcept {
-  if (p != nullptr) cudaFree(p);
+  if (p != nullptr) forget_failure(cudaFree(p));
 }
 
 void* pinned_allocate(std::size_t bytes) {
@@ -83,21 +95,21 @@ void* pinned_allocate(std::size_t bytes) {
 }
 
 void pinned_release(void* p) noexcept {
-  if (p != nullptr) cudaFreeHost(p);
+  if (p != nullptr) forget_failure(cudaFreeHost(p));
 }
 
 stream::stream() { GBF_CUDA_TRY(cudaStreamCreateWithFlags(&handle_, cudaStreamNonBlocking)); }
 
 stream& stream::operator=(stream&& other) noexcept {
   if (this != &other) {
-    if (handle_ != nullptr) cudaStreamDestroy(handle_);
+    if (handle_ != nullptr) forget_failure(cudaStreamDestroy(handle_));
     handle_ = std::exchange(other.handle_, nullptr);
   }
   return *this;
 }
 
 stream::~stream() {
-  if (handle_ != nullptr) cudaStreamDestroy(handle_);
+  if (handle_ != nullptr) forget_failure(cudaStreamDestroy(handle_));
 }
 
 void stream::synchronize() const { GBF_CUDA_TRY(cudaStreamSynchronize(handle_)); }
@@ -106,14 +118,14 @@ event::event() { GBF_CUDA_TRY(cudaEventCreateWithFlags(&handle_, cudaEventDisabl
 
 event& event::operator=(event&& other) noexcept {
   if (this != &other) {
-    if (handle_ != nullptr) cudaEventDestroy(handle_);
+    if (handle_ != nullptr) forget_failure(cudaEventDestroy(handle_));
     handle_ = std::exchange(other.handle_, nullptr);
   }
   return *this;
 }
 
 event::~event() {
-  if (handle_ != nullptr) cudaEventDestroy(handle_);
+  if (handle_ != nullptr) forget_failure(cudaEventDestroy(handle_));
 }
 
 void event::record(cudaStream_t s) const { GBF_CUDA_TRY(cudaEventRecord(handle_, s)); }
@@ -154,7 +166,7 @@ device_scope::device_scope(int device) {
 device_scope::~device_scope() {
   // The caller's device existed a moment ago: this cannot fail but for a lost
   // context, which the caller's next CUDA call reports.
-  if (switched_) cudaSetDevice(previous_);
+  if (switched_) forget_failure(cudaSetDevice(previous_));
 }
 
 memory_space locate(const void* p) {
@@ -191,9 +203,21 @@ gpu_status probe_gpu() noexcept {
       cudaGetLastError();
       return {false, "cannot query the CUDA device: " + detail::describe_error(query)};
     }
-    return {true, std::string(properties.name) + " (sm_" + std::to_string(properties.major) +
-                      std::to_string(properties.minor) + ", " +
-                      detail::format_bytes(properties.totalGlobalMem) + ")"};
+    const std::string name = std::string(properties.name) + " (sm_" +
+                             std::to_string(properties.major) + std::to_string(properties.minor);
+    // A device that is present may still be unable to run gbf: an architecture
+    // older than the build's (the first launch would fail), or a GPU in
+    // exclusive or prohibited mode that gives this process no context. Asked
+    // here, `automatic` places filters on the CPU instead of failing later.
+    const cudaError_t runnable = detail::gpu::kernel_image_status();
+    if (runnable == cudaErrorNoKernelImageForDevice || runnable == cudaErrorInvalidDeviceFunction)
+      return {false, name + ") cannot run this build of gbf, compiled for CUDA architectures " +
+                         GBF_CUDA_ARCHITECTURES + " (" + detail::describe_error(runnable) +
+                         "; rebuild with -DCMAKE_CUDA_ARCHITECTURES=" +
+                         std::to_string(properties.major) + std::to_string(properties.minor) + ")"};
+    if (runnable != cudaSuccess)
+      return {false, name + ") is present but unusable: " + detail::describe_error(runnable)};
+    return {true, name + ", " + detail::format_bytes(properties.totalGlobalMem) + ")"};
   } catch (...) {  // only std::bad_alloc from the strings can get here
     return {false, "cannot describe the CUDA device (out of host memory)"};
   }

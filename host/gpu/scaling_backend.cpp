@@ -199,7 +199,14 @@ class gpu_scaling final : public scaling_backend {
     });
     kept_ = std::move(newest.words);
     newest.words = std::move(copy);
-    publish(levels_.size() - 1);
+    try {
+      publish(levels_.size() - 1);
+    } catch (...) {
+      // The device's level table may still name the original: put it back, so
+      // that adds and probes keep going to one array.
+      newest.words = std::move(kept_);
+      throw;
+    }
   }
 
   void end_trial(bool keep) noexcept override {

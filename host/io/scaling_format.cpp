@@ -51,6 +51,7 @@ std::uint64_t payload_bytes(const scaling_filter& f) {
 
 /// The kind's fields of `f`.
 field_writer chain_fields(const scaling_filter& f) {
+  f.where();  // a moved-from chain (no levels, no backend) throws invalid_argument, as its other calls do
   const scaling_config& c = f.config();
   field_writer fields;
   fields.u64(c.initial_capacity);
@@ -172,6 +173,7 @@ scaling_filter deserialize_scaling_filter(const std::uint8_t* data, std::size_t 
 }
 
 void save(const scaling_filter& f, const std::string& path) {
+  f.where();  // before anything touches the file
   atomic_file_sink out(path);
   write_chain(f, out);
   out.commit();

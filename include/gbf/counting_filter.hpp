@@ -119,7 +119,9 @@ class counting_filter {
 
   // ---- Integer keys (host or device memory; results in the keys' memory space)
 
-  /// Adds `n` keys: increments the counters of each key's bits (saturating).
+  /// Adds `n` keys: increments the counters of each key's bits (saturating). Adds and
+  /// removes that throw part-way may have updated some counters (not the key counts):
+  /// not safe to repeat (docs/counting.md).
   template <class Key>
   void add(const Key* keys, std::size_t n, stream_t stream = nullptr) {
     add_keys(detail::erase(keys, n), {"add", stream, false});

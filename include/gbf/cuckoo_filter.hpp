@@ -133,7 +133,8 @@ struct cuckoo_stats {
   std::uint64_t keys_removed = 0;    ///< Keys removed so far (CF.INFO "items deleted").
   std::uint64_t evictions = 0;       ///< Tags moved by inserts so far.
   std::uint64_t failed_inserts = 0;  ///< Keys refused for want of room so far.
-  /// load_factor > max_load: inserts may now fail.
+  /// load_factor > max_load (inserts may now fail), or occupied_slots > capacity when the
+  /// capacity is known (its FPR is past what it was sized for).
   bool over_capacity = false;
 };
 

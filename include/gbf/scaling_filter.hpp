@@ -271,7 +271,9 @@ class scaling_filter {
   /// layout_mismatch naming the difference) and every merged level stays within its
   /// capacity counting keys conservatively (keys_a + keys_b, as if the chains shared
   /// none); otherwise throws filter_full and changes nothing, since an overfull level
-  /// would break the FPR promise. Levels only `other` has are copied.
+  /// would break the FPR promise. Levels only `other` has are copied. A merge that
+  /// fails later (memory, CUDA) changes no level or count, though an interrupted OR may
+  /// have set bits (false positives only).
   void merge(const scaling_filter& other);
 
   /// Level occupancy, compound FPR and the BF.INFO fields.

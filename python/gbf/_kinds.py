@@ -379,7 +379,8 @@ class CuckooStats:
     estimated_fpr:  expected false-positive rate at occupied_slots.
     capacity:       keys it was sized for; None when unknown.
     keys_added, keys_removed, evictions, failed_inserts: totals so far.
-    over_capacity:  load_factor > max_load: inserts may now fail.
+    over_capacity:  load_factor > max_load (inserts may now fail), or more keys held
+                    than the capacity (the FPR is past its target).
     """
 
     occupied_slots: int

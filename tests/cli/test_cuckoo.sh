@@ -18,6 +18,7 @@ python3 - <<'PY'
 import struct
 open('k.u64', 'wb').write(struct.pack('<1000Q', *range(1000)))
 open('first.u64', 'wb').write(struct.pack('<300Q', *range(300)))
+open('next600.u64', 'wb').write(struct.pack('<600Q', *range(300, 900)))
 open('absent.u64', 'wb').write(struct.pack('<10000Q', *range(10**9, 10**9 + 10000)))
 open('many.u64', 'wb').write(struct.pack('<5000Q', *range(10**6, 10**6 + 5000)))
 open('k.txt', 'w').write(''.join('key-%d\n' % i for i in range(200)))
@@ -45,6 +46,20 @@ grep -q '^capacity: *2,000 keys$' out || fail "info capacity"
 expect_rc 0 "$GBF" info c.gbf --json
 python3 -c "import json,sys; d=json.load(open('out')); assert d['kind']=='cuckoo' and d['occupied_slots']==1000 and d['keys_added']==1000, d" \
   || fail "info --json: $(cat out)"
+
+# --- past capacity below the load limit: warned, as the other kinds are ---------
+# fpp 0.12 picks 8-bit tags with room to spare: 900 keys in a 500-key filter stay
+# below the maximum load, yet the FPR is past the target.
+expect_rc 0 "$GBF" create --cuckoo --capacity 500 --fpp 0.12 -o small.gbf
+expect_rc 0 "$GBF" add small.gbf first.u64 --keys-format u64
+grep -q 'warning' err && fail "a warning at 300 of 500 keys: $(cat err)"
+expect_rc 0 "$GBF" add small.gbf next600.u64 --keys-format u64
+expect_err "holds 900 keys, past its capacity of 500"
+expect_rc 0 "$GBF" info small.gbf
+grep -q '^WARNING: over capacity: 900 keys held, capacity 500' out || fail "info: $(cat out)"
+expect_rc 0 "$GBF" info small.gbf --json
+python3 -c "import json; d=json.load(open('out')); assert d['over_capacity'] is True and d['load_factor'] < d['max_load'], d" \
+  || fail "info --json over_capacity: $(cat out)"
 
 # --- add --unique (CF.ADDNX) --------------------------------------------------
 expect_rc 0 "$GBF" add c.gbf first.u64 --keys-format u64 --unique

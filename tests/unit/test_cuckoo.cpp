@@ -401,6 +401,32 @@ TEST(CuckooLoad, PastCapacityEveryKeyReportedInsertedIsPresent) {
   }
 }
 
+// Sized for a low fpp, a table sits below its maximum load at capacity and keeps
+// taking keys past it, its FPR past the target: over capacity from the first key
+// beyond it, as the plain and counting filters are (it once waited for the load).
+TEST(CuckooLoad, PastItsCapacityAFilterIsOverCapacityBeforeItsLoadLimit) {
+  for (const double fpp : {0.12, 0.01, 0.001}) {
+    SCOPED_TRACE(fpp);
+    const std::uint64_t capacity = 500;
+    cuckoo_filter f = cuckoo_filter::create(capacity, fpp, on_cpu(1));
+    const auto keys = distinct_keys(capacity + 1, 3);
+    f.add(keys.data(), capacity);
+    cuckoo_stats s = f.stats();
+    EXPECT_FALSE(s.over_capacity) << "load " << s.load_factor;
+    f.add(keys.data() + capacity, 1);
+    s = f.stats();
+    EXPECT_TRUE(s.over_capacity) << "load " << s.load_factor << " of " << s.max_load;
+    if (fpp == 0.12) {
+      EXPECT_LT(s.load_factor, s.max_load);  // the case the load test missed
+    }
+  }
+  // Without a known capacity, only the load decides.
+  cuckoo_filter unknown(table_of(8, 64), on_cpu(1));
+  const auto keys = distinct_keys(64, 9);
+  unknown.add(keys.data(), keys.size());
+  EXPECT_FALSE(unknown.stats().over_capacity);
+}
+
 TEST(CuckooLoad, EvictionsAreCountedAndMaxKicksBoundsThem) {
   // One kick: fewer keys fit before the first refusal than with twenty.
   const auto keys = distinct_keys(16 * 256, 0);

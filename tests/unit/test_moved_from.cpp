@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <string>
 #include <utility>
@@ -76,13 +77,58 @@ TEST(MovedFrom, EveryOtherKindThrowsInvalidArgumentUntilAssigned) {
       {[](gbf::scaling_filter& f) { (void)f.where(); },
        [](gbf::scaling_filter& f) { f.add(keys.data(), keys.size()); },
        [&](gbf::scaling_filter& f) { f.contains(keys.data(), keys.size(), found); },
-       [](gbf::scaling_filter& f) { (void)f.stats(); }});
+       [](gbf::scaling_filter& f) { (void)f.stats(); },
+       // The chain's writers read only its levels (empty once moved from): they
+       // wrote a 0-level file no loader takes, and a merge from it did nothing.
+       [](gbf::scaling_filter& f) { (void)gbf::serialize(f); },
+       [](gbf::scaling_filter& f) { (void)gbf::serialized_size(f); },
+       [](gbf::scaling_filter& f) {
+         gbf::scaling_filter live = gbf::scaling_filter::create(100, 0.01, {}, on_cpu());
+         live.merge(f);
+       },
+       [](gbf::scaling_filter& f) { f.merge(gbf::scaling_filter::create(100, 0.01, {}, on_cpu())); }});
   expect_moved_from_contract<gbf::cuckoo_filter>(
       [] { return gbf::cuckoo_filter::create(100, 0.01, on_cpu()); },
       {[](gbf::cuckoo_filter& f) { (void)f.where(); },
        [](gbf::cuckoo_filter& f) { (void)f.add(keys.data(), keys.size()); },
        [&](gbf::cuckoo_filter& f) { f.contains(keys.data(), keys.size(), found); },
        [](gbf::cuckoo_filter& f) { (void)f.stats(); }});
+}
+
+// save() of a moved-from filter must not replace a good file (it is atomic, so
+// the empty chain's file would have replaced it whole).
+TEST(MovedFrom, SavingOneLeavesTheFileAtThePathAsItWas) {
+  const std::string path = ::testing::TempDir() + "gbf_moved_from_save.gbf";
+  auto expect_file_kept = [&](const auto& save_moved_from) {
+    gbf::scaling_filter good = gbf::scaling_filter::create(100, 0.01, {}, on_cpu());
+    good.add(keys.data(), keys.size());
+    gbf::save(good, path);
+    const std::vector<std::uint8_t> before = gbf::serialize(good);
+    EXPECT_THROW(save_moved_from(), gbf::invalid_argument);
+    const gbf::scaling_filter back = gbf::load_scaling_filter(path);
+    EXPECT_EQ(gbf::serialize(back), before);
+  };
+  expect_file_kept([&] {
+    gbf::scaling_filter source = gbf::scaling_filter::create(100, 0.01, {}, on_cpu());
+    gbf::scaling_filter taken = std::move(source);
+    gbf::save(source, path);
+  });
+  expect_file_kept([&] {
+    gbf::counting_filter source = gbf::counting_filter::create(100, 0.01, on_cpu());
+    gbf::counting_filter taken = std::move(source);
+    gbf::save(source, path);
+  });
+  expect_file_kept([&] {
+    gbf::cuckoo_filter source = gbf::cuckoo_filter::create(100, 0.01, on_cpu());
+    gbf::cuckoo_filter taken = std::move(source);
+    gbf::save(source, path);
+  });
+  expect_file_kept([&] {
+    gbf::filter source = gbf::filter::create(100, 0.01, on_cpu());
+    gbf::filter taken = std::move(source);
+    gbf::save(source, path);
+  });
+  std::remove(path.c_str());
 }
 
 TEST(AnswerArrays, AddNewAndRemoveWithStatusRefuseANullArrayAndChangeNothing) {

@@ -18,6 +18,7 @@
 
 #include "gbf/filter.hpp"
 #include "gbf/scaling_filter.hpp"
+#include "host/filter_access.hpp"
 #include "host/scaling_backend.hpp"
 #include "tests/support.hpp"
 
@@ -480,6 +481,100 @@ TEST(ScalingFilter, MergeThatWouldOverfillALevelIsRefusedAndChangesNothing) {
   EXPECT_EQ(a.levels()[0].keys, before[0].keys);
 }
 
+// A CPU chain whose or_words fails on cue, as a GPU chain's does when its device
+// staging cannot be allocated; it counts the levels it holds.
+class failing_or_chain final : public detail::scaling_backend {
+ public:
+  explicit failing_or_chain(std::unique_ptr<detail::scaling_backend> chain) : chain_(std::move(chain)) {}
+  std::size_t levels = 0;
+  bool fail_or = true;
+
+  backend kind() const noexcept override { return chain_->kind(); }
+  void push_level(const layout& l) override { chain_->push_level(l); ++levels; }
+  void pop_level() noexcept override { chain_->pop_level(); --levels; }
+  std::uint64_t add(const detail::key_batch& keys, bool* is_new, const detail::call_options& call,
+                    const scaling_config& config, std::vector<scaling_level>& chain_levels) override {
+    return chain_->add(keys, is_new, call, config, chain_levels);
+  }
+  void contains(const detail::key_batch& keys, bool* found, const detail::call_options& call) const override {
+    chain_->contains(keys, found, call);
+  }
+  std::uint64_t count(const detail::key_batch& keys, std::uint64_t* device_count,
+                      const detail::call_options& call) const override {
+    return chain_->count(keys, device_count, call);
+  }
+  std::uint64_t select(const detail::key_batch& keys, std::uint64_t* rows, std::uint64_t* device_count,
+                       const detail::call_options& call) const override {
+    return chain_->select(keys, rows, device_count, call);
+  }
+  std::uint64_t popcount(std::size_t level) const override { return chain_->popcount(level); }
+  void read_words(std::size_t level, std::uint64_t first, std::uint64_t count,
+                  std::uint32_t* out) const override {
+    chain_->read_words(level, first, count, out);
+  }
+  void write_words(std::size_t level, std::uint64_t first, std::uint64_t count,
+                   const std::uint32_t* in) override {
+    chain_->write_words(level, first, count, in);
+  }
+  void or_words(std::size_t level, std::uint64_t first, std::uint64_t count,
+                const std::uint32_t* in) override {
+    if (fail_or) throw allocation_error("injected: no device staging", 4u << 20);
+    chain_->or_words(level, first, count, in);
+  }
+  void begin_trial() override { chain_->begin_trial(); }
+  void end_trial(bool keep) noexcept override { chain_->end_trial(keep); }
+  void synchronize(const char* what) const override { chain_->synchronize(what); }
+
+ private:
+  std::unique_ptr<detail::scaling_backend> chain_;
+};
+
+// A merge whose OR into a common level fails drops the levels it pushed: the
+// chain's level list and its backend agree, and later adds grow it as a chain
+// that never saw the merge (it once kept the pushed levels in the backend only,
+// so the merged keys were found while uncounted, and the next level opened
+// wrote into the other chain's full copy).
+TEST(ScalingFilter, MergeThatFailsMidWayLeavesTheChainAsItWas) {
+  const scaling_config c = config_of(1'000, 0.01);
+  scaling_filter other = scaling_filter::create(c, on_cpu(1));
+  const auto theirs = random_keys(1'500, 64);  // two levels
+  other.add(theirs.data(), theirs.size());
+  ASSERT_EQ(other.levels().size(), 2u);
+
+  scaling_filter plain = scaling_filter::create(c, on_cpu(1));  // what the chain must stay like
+  auto chain = std::make_unique<failing_or_chain>(detail::make_cpu_scaling(c.s, on_cpu(1), nullptr));
+  failing_or_chain* injected = chain.get();
+  chain->push_level(plain.levels()[0].l);
+  scaling_filter ours = detail::filter_access::adopt_chain(c, plain.levels(), std::move(chain));
+
+  EXPECT_THROW(ours.merge(other), allocation_error);
+  EXPECT_EQ(ours.levels().size(), 1u);
+  EXPECT_EQ(injected->levels, 1u);
+  EXPECT_EQ(ours.keys_inserted(), 0u);
+  EXPECT_EQ(ours.count(theirs.data(), theirs.size()), plain.count(theirs.data(), theirs.size()));
+
+  const auto mine = random_keys(2'500, 65);  // grows to a second and a third level
+  ours.add(mine.data(), mine.size());
+  plain.add(mine.data(), mine.size());
+  // (Levels an add opens go past the wrapper's count: compared by their words.)
+  ASSERT_EQ(ours.levels().size(), plain.levels().size());
+  for (std::size_t i = 0; i < plain.levels().size(); ++i) {
+    EXPECT_EQ(ours.levels()[i].keys, plain.levels()[i].keys);
+    EXPECT_EQ(ours.level_words(i), plain.level_words(i)) << "level " << i;
+  }
+
+  // The wrapper itself merges like the plain backend once its OR works.
+  auto working = std::make_unique<failing_or_chain>(detail::make_cpu_scaling(c.s, on_cpu(1), nullptr));
+  working->fail_or = false;
+  working->push_level(plain.levels()[0].l);
+  scaling_filter fresh = scaling_filter::create(c, on_cpu(1));
+  scaling_filter adopted = detail::filter_access::adopt_chain(c, fresh.levels(), std::move(working));
+  adopted.merge(other);
+  ASSERT_EQ(adopted.levels().size(), other.levels().size());
+  for (std::size_t i = 0; i < other.levels().size(); ++i)
+    EXPECT_EQ(adopted.level_words(i), other.level_words(i)) << "level " << i;
+}
+
 TEST(ScalingFilter, MergeOfDifferentConfigsNamesTheDifference) {
   scaling_filter a = scaling_filter::create(config_of(1'000, 0.01), on_cpu(1));
   scaling_filter b = scaling_filter::create(config_of(1'000, 0.01, {}, 4), on_cpu(1));
@@ -556,6 +651,17 @@ TEST(ScalingFilter, FromLevelsRefusesChainsTheRuleCannotGrow) {
   levels = f.levels();
   levels[2].fpp *= 2;
   refused(levels, "is not the rule's");
+  // A level smaller than its capacity and fpp need breaks the chain's bound.
+  levels = f.levels();
+  levels[1].l.num_blocks = 1;
+  refused(levels, "level 1: 1 blocks give an FPR of");
+  // One larger than needed is harmless, and taken.
+  levels = f.levels();
+  levels.back().l.num_blocks *= 2;
+  std::vector<std::uint32_t> wider(levels.back().l.num_words(), 0);
+  std::vector<const std::uint32_t*> with_wider = words;
+  with_wider.back() = wider.data();
+  EXPECT_NO_THROW(scaling_filter::from_levels(f.config(), levels, with_wider, on_cpu(1)));
   EXPECT_NE(message_of([&] {
               scaling_filter::from_levels(f.config(), f.levels(), {words[0]}, on_cpu(1));
             }).find("word arrays"),
@@ -582,6 +688,11 @@ TEST(ScalingFilter, BadConfigsAreRefusedNamingTheProblem) {
   says(config_of(10, 0.01, {8, 4, 0}), "bits_per_key must be at least words_per_block");
   says(config_of(10, 0.01, {3, 8, 0}), "words_per_block must be one of");
   says(config_of(std::uint64_t{1} << 62, 1e-9), "cannot open level 0");
+  // The sizing message names the capacity and fpp once.
+  const std::string m = message_of([&] { scaling_filter::create(config_of(10, 1e-300), on_cpu(1)); });
+  const std::string phrase = "capacity 10 at fpp";
+  ASSERT_NE(m.find(phrase), std::string::npos) << m;
+  EXPECT_EQ(m.find(phrase, m.find(phrase) + 1), std::string::npos) << m;
 }
 
 TEST(ScalingFilter, LevelsThatCannotExistAreFilterFull) {
