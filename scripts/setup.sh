@@ -6,9 +6,10 @@
 #
 # Python: gbf's Python packages go into the python3 on PATH when pip may install
 # there; a distribution's own Python that refuses (PEP 668, "externally managed",
-# as Debian 12 and Ubuntu 24.04's do) gets a virtual environment, build/venv,
-# which scripts/env.sh then puts first on PATH for every script. A cmake older
-# than the 3.25 the build needs (Ubuntu 22.04 ships 3.22) is pip-installed there too.
+# as Debian 12 and Ubuntu 24.04's do), or whose pip is older than 23.1, gets a
+# virtual environment, build/venv, which scripts/env.sh then puts first on PATH
+# for every script. A cmake older than the 3.25 the build needs (Ubuntu 22.04
+# ships 3.22) is pip-installed there too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,6 +39,8 @@ use_venv() {  # makes build/venv (once) and puts it first on PATH for the rest o
     echo "setup: making the virtual environment $venv" >&2
     mkdir -p "$(dirname "$venv")"
     python3 -m venv "$venv"
+    # A distribution's venv may seed an old pip (Debian 12: 23.0, before `-C`).
+    "$venv/bin/python3" -m pip install --quiet --upgrade pip
   fi
   export PATH="$venv/bin:$PATH"
 }
@@ -51,6 +54,16 @@ managed = os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-
 sys.exit(0 if managed and sys.prefix == sys.base_prefix else 1)
 PY
 then
+  use_venv
+fi
+# scripts/test.sh passes the extension's CMake settings with pip's -C (pip 23.1).
+if ! python3 - <<'PY'
+import sys
+from importlib.metadata import version
+sys.exit(0 if tuple(int(p) for p in version("pip").split(".")[:2]) >= (23, 1) else 1)
+PY
+then
+  echo "setup: pip $(python3 -m pip --version | cut -d' ' -f2) is older than 23.1; using a virtual environment" >&2
   use_venv
 fi
 cmake_version=$(cmake --version | head -n 1 | grep -o '[0-9][0-9.]*' | head -n 1)
