@@ -7,9 +7,10 @@
 #   .device/bundle.tar.gz  bin/ and lib/, unpacked there into .device/:
 #     bin/           the Release binaries for sm_90 (H100/H200) built in build/device:
 #                    gbf_tests, gbf_promise_tests, gbf_bench_analysis_tests, gbf (the CLI),
-#                    gbf_example_join_probe, gbf_bench_gpu, gbf_bench_strings, and
-#                    gbf_bench_cpu_peers (the CPU stage: thread scaling on the device
-#                    machine's cores, which this 2-vCPU machine cannot show)
+#                    gbf_example_join_probe, gbf_bench_gpu, gbf_bench_strings,
+#                    gbf_bench_cuckoo, and gbf_bench_cpu_peers (the CPU stage: thread
+#                    scaling on the device machine's cores, which this 2-vCPU machine
+#                    cannot show)
 #     lib/           the shared libraries they need beyond glibc (lib/cxx: the C++
 #                    runtime, for the binaries only)
 #   .device/wheels/  the gbf Python package for CPython 3.12 (linked to the same
@@ -41,7 +42,7 @@ cmake -S . -B build/device -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES
 # Only what runs on the device (the CPU-only fuzz driver stays here; Arrow's
 # Parquet peer too, whose libraries would not fit the carry).
 targets=(gbf_tests gbf_promise_tests gbf_bench_analysis_tests gbf_cli gbf_example_join_probe
-         gbf_bench_gpu gbf_bench_strings gbf_bench_cpu_peers)
+         gbf_bench_gpu gbf_bench_strings gbf_bench_cpu_peers gbf_bench_cuckoo)
 cmake --build build/device -j "$(nproc)" --target "${targets[@]}"
 
 # The binaries and their libraries travel as one compressed archive (the device

@@ -34,6 +34,9 @@
 #              image has no gnuplot; `cd OUT_DIR && gnuplot sweep.gp` draws it here)   ~8
 #   strings    gbf_bench_strings (URL / id / long-tail mixes vs the bound)           ~3
 #   join       gbf join on the GPU: SF 1 and 10 x selectivity 1/5/25/100 %           ~4
+#   cuckoo     gbf_bench_cuckoo 1 64: the cuckoo filter beside Bloom filters on one
+#              CPU thread and the GPU, with the GPU's deterministic placement at 80
+#              and 95 % load (its tail is one thread: what does it cost?)            ~2
 #   demo       scripts/demo.sh's command: gbf bench with the defaults                ~1
 #   cpu        gbf_bench_cpu_peers on the device machine's CPU (no GPU): thread scaling
 #              of add and contains at T = 1, 2, 4, ... up to its cores, gbf against
@@ -179,6 +182,8 @@ case $stage in
   join)
     run join timeout --kill-after=10 560 env OUT_TSV="$out/join.tsv" docs/join-prefilter/measure.sh \
       "$gbf" --backend gpu ;;
+  cuckoo)
+    run cuckoo timeout --kill-after=10 560 "$bin/gbf_bench_cuckoo" 1 64 ;;
   demo)
     run demo timeout --kill-after=10 560 env -C "$out" "$gbf" bench --json demo.json --plot demo.png ;;
   cpu)
@@ -189,7 +194,7 @@ case $stage in
     run cpu timeout --kill-after=10 560 "$bin/gbf_bench_cpu_peers" --cases l2,1e7,llc --repeat "${CPU_REPEAT:-5}" \
       --thread-counts "$counts" --scaling-batches 1e6,1e7 ;;
   *)
-    echo "unknown stage '$stage' (tests, gtest, python, sanitize, sweep, strings, join, demo, cpu)" >&2
+    echo "unknown stage '$stage' (tests, gtest, python, sanitize, sweep, strings, join, cuckoo, demo, cpu)" >&2
     exit 2 ;;
 esac
 exit $status
