@@ -61,6 +61,16 @@ key_batch check_batch(const char* what, key_batch batch) {
   if (strings) same_space(batch.data, "data");
   same_space(batch.validity, "validity");
   if (strings && batch.space == memory_space::host) check_host_offsets(what, batch);
+  // The kernels load whole keys and offsets: a misaligned device address faults,
+  // and the fault is sticky (it ends the context for every CUDA user of the process).
+  if (batch.space == memory_space::device) {
+    const std::size_t width = strings ? offset_bytes(batch.kind) : key_bytes(batch.kind);
+    const auto address = reinterpret_cast<std::uintptr_t>(strings ? batch.offsets : batch.data);
+    if (address % width != 0)
+      throw invalid_argument(prefix + anchor + " at device address " + std::to_string(address) +
+                             " are not aligned to their " + std::to_string(width) +
+                             " bytes; copy them to aligned memory (e.g. cudaMalloc's)");
+  }
   return batch;
 }
 

@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gbf/filter.hpp"
@@ -269,12 +270,18 @@ nb::object host_select(py_filter& self, const host_keys& keys);
 
 /// True when `obj` exposes __cuda_array_interface__, or __dlpack__ with a CUDA device.
 bool is_device_array(nb::handle obj);
+/// obj.__dlpack_device__() as (device_type, device_id); TypeError naming what it returned
+/// when that is not a pair of ints.
+std::pair<int, int> dlpack_device(nb::handle obj);
 /// The stream a device batch of `keys` runs on, numbered as the array protocols do (0 or 1
 /// legacy default, 2 per-thread default, else a cudaStream_t): `stream` (an int, or an
 /// object with __cuda_stream__, .cuda_stream or .ptr) when given, else the current stream
 /// of the keys' framework (torch, cupy) when it is imported, else none (the array's own
 /// stream, or the legacy default). TypeError / ValueError for a bad `stream`.
 std::optional<std::uintptr_t> stream_value(nb::handle keys, nb::handle stream);
+/// The current stream of `array`'s framework on the array's GPU (torch, cupy, when
+/// imported), numbered as stream_value; none for other arrays.
+std::optional<std::uintptr_t> framework_stream(nb::handle array);
 
 void device_add(py_filter& self, nb::handle keys, nb::handle stream);
 nb::object device_add_new(py_filter& self, nb::handle keys, nb::handle out, nb::handle stream);

@@ -16,7 +16,13 @@
 //   * else the legacy default stream.
 // DLPack producers are handed S (`__dlpack__(stream=S)`), so their pending writes are
 // ordered before our reads; a __cuda_array_interface__ stream other than S is made to
-// precede S with an event.
+// precede S with an event, and so is the framework's current stream when `stream=`
+// names another (torch's interface is v2 and names no stream). Events are made on the
+// keys' GPU, whichever device is current.
+//
+// Key and offset arrays must be aligned to their item size (the kernels load whole
+// items; a misaligned load is a sticky fault that ends the process's CUDA context):
+// ValueError otherwise. `out=` must be on the keys' GPU.
 //
 // add and contains are stream-ordered (`add_async`, `contains_async`): they return
 // before the GPU finishes, and results are ready in the order of S (call
@@ -30,6 +36,8 @@
 // else memory from cudaMalloc, freed with cudaFree when the result is dropped, returned
 // as a CuPy array for CuPy keys, a torch tensor for torch keys, and otherwise as an
 // object with __dlpack__ / __dlpack_device__ (cupy.from_dlpack, torch.from_dlpack).
+// An async contains keeps its result's memory (and out's exported view) alive until
+// its work is done, as it keeps the keys.
 //
 // This file is compiled without a GPU in CI and has not yet run on one.
 #include <nanobind/nanobind.h>
@@ -75,7 +83,13 @@ std::uintptr_t stream_number(nb::handle value, const char* what) {
   if (v == -1 && PyErr_Occurred()) throw nb::python_error();
   if (overflow < 0 || (overflow == 0 && v < 0))
     throw nb::value_error((std::string(what) + " must not be negative").c_str());
-  return nb::cast<std::uintptr_t>(value);
+  if (overflow == 0) return static_cast<std::uintptr_t>(v);
+  const unsigned long long u = PyLong_AsUnsignedLongLong(value.ptr());
+  if (u == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
+    PyErr_Clear();
+    throw nb::value_error((std::string(what) + " must be below 2**64 (a cudaStream_t value)").c_str());
+  }
+  return static_cast<std::uintptr_t>(u);
 }
 
 // The type's top-level module: "cupy" for cupy.ndarray, "torch" for torch.Tensor.
@@ -115,7 +129,10 @@ std::optional<std::uintptr_t> stream_value(nb::handle keys, nb::handle stream) {
                           nb::cast<std::string>(nb::str(nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(stream.ptr())))))).c_str());
   }
   // DeviceStrings: the offsets array stands for the batch (its framework, its device).
-  nb::object array = is_device_strings(keys) ? nb::object(keys.attr("offsets")) : nb::borrow(keys);
+  return framework_stream(is_device_strings(keys) ? nb::object(keys.attr("offsets")) : nb::borrow(keys));
+}
+
+std::optional<std::uintptr_t> framework_stream(nb::handle array) {
   const std::string framework = framework_of(array);
   if (framework == "torch") {
     nb::object torch = imported("torch");
@@ -126,8 +143,13 @@ std::optional<std::uintptr_t> stream_value(nb::handle keys, nb::handle stream) {
   if (framework == "cupy") {
     nb::object cupy = imported("cupy");
     if (!cupy.is_valid()) return std::nullopt;
-    return stream_number(cupy.attr("cuda").attr("get_current_stream")().attr("ptr"),
-                         "cupy.cuda.get_current_stream().ptr");
+    // The current stream of the array's GPU (CuPy keeps one per device), not of
+    // whichever device is current.
+    nb::object get_current_stream = cupy.attr("cuda").attr("get_current_stream");
+    nb::object current = has_attr(array, "device") && has_attr(array.attr("device"), "id")
+                             ? get_current_stream(array.attr("device").attr("id"))
+                             : get_current_stream();
+    return stream_number(current.attr("ptr"), "cupy.cuda.get_current_stream().ptr");
   }
   return std::nullopt;
 }
@@ -139,9 +161,21 @@ bool is_device_array(nb::handle obj) {
   // for string arrays and arrays with nulls: it must not be asked first.
   if (has_attr(obj, "__arrow_c_array__") || has_attr(obj, "__arrow_c_stream__")) return false;
   if (!has_attr(obj, "__dlpack_device__") || PyArray_Check(obj.ptr())) return false;
-  nb::object where = obj.attr("__dlpack_device__")();
-  const int type = nb::cast<int>(nb::cast<nb::tuple>(where)[0]);
+  const int type = dlpack_device(obj).first;
   return type == dlpack::cuda || type == dlpack::cuda_managed;
+}
+
+std::pair<int, int> dlpack_device(nb::handle obj) {
+  nb::object where = obj.attr("__dlpack_device__")();
+  try {
+    nb::tuple pair = nb::cast<nb::tuple>(where);
+    if (pair.size() != 2) throw nb::cast_error();
+    return {nb::cast<int>(pair[0]), nb::cast<int>(pair[1])};
+  } catch (const nb::cast_error&) {
+    throw nb::type_error(("__dlpack_device__() must return a (device_type, device_id) tuple of "
+                          "ints, got " + nb::cast<std::string>(nb::repr(where)))
+                             .c_str());
+  }
 }
 
 #if defined(GBF_HAS_CUDA)
@@ -196,37 +230,91 @@ int device_of(const void* p) {
   return attributes.device;
 }
 
-// S waits for the work already queued on `producer`.
-void order_after(stream_t producer, stream_t s) {
+// Makes `device` current for the scope (allocations, events and launches land on
+// the keys' GPU; an event must be made on the device of the stream it is recorded on).
+struct device_scope {
+  int previous = -1;
+  explicit device_scope(int device) {
+    check(cudaGetDevice(&previous), "cudaGetDevice");
+    if (device >= 0 && device != previous) check(cudaSetDevice(device), "cudaSetDevice");
+  }
+  ~device_scope() {
+    int now = -1;
+    if (cudaGetDevice(&now) == cudaSuccess && now != previous) cudaSetDevice(previous);
+  }
+};
+
+// S waits for the work already queued on `producer`; both streams are on `device`.
+void order_after(stream_t producer, stream_t s, int device) {
   if (producer == s) return;
+  device_scope on_device(device);
   cudaEvent_t ready = nullptr;
   check(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreateWithFlags");
-  cudaEventRecord(ready, producer);
-  const cudaError_t status = cudaStreamWaitEvent(s, ready, 0);
+  cudaError_t status = cudaEventRecord(ready, producer);
+  if (status == cudaSuccess) status = cudaStreamWaitEvent(s, ready, 0);
   cudaEventDestroy(ready);
-  check(status, "cudaStreamWaitEvent");
+  check(status, "ordering after the keys' stream (cudaEventRecord / cudaStreamWaitEvent)");
+}
+
+// Reads one field of a __cuda_array_interface__ dict as T; TypeError naming the
+// field (and what it should be) when it is missing or of another type.
+template <class T>
+T cai_field(const nb::dict& cai, const char* field, const std::string& what, const char* expected) {
+  if (!cai.contains(field))
+    throw nb::type_error((what + ": no '" + field + "' entry").c_str());
+  try {
+    return nb::cast<T>(cai[field]);
+  } catch (const nb::cast_error&) {
+    throw nb::type_error((what + ": '" + field + "' must be " + expected + ", got " +
+                          nb::cast<std::string>(nb::repr(cai[field])))
+                             .c_str());
+  }
 }
 
 device_array from_cuda_array_interface(nb::handle obj, std::optional<stream_t> requested,
                                        const char* role) {
-  nb::dict cai = nb::cast<nb::dict>(obj.attr("__cuda_array_interface__"));
   const std::string what = std::string(role) + " (__cuda_array_interface__)";
-  nb::tuple shape = nb::cast<nb::tuple>(cai["shape"]);
+  nb::object interface = obj.attr("__cuda_array_interface__");
+  if (!PyDict_Check(interface.ptr())) throw nb::type_error((what + ": must be a dict").c_str());
+  nb::dict cai = nb::borrow<nb::dict>(interface);
+  nb::tuple shape = cai_field<nb::tuple>(cai, "shape", what, "a tuple of ints");
   if (shape.size() != 1)
     throw nb::value_error((what + ": must be 1-D, got " + std::to_string(shape.size()) + " dimensions").c_str());
   device_array a;
-  a.count = nb::cast<std::size_t>(shape[0]);
-  const std::string typestr = nb::cast<std::string>(cai["typestr"]);
-  if (typestr.size() < 3 || typestr[0] == '>')
+  try {
+    a.count = nb::cast<std::size_t>(shape[0]);
+  } catch (const nb::cast_error&) {
+    throw nb::type_error((what + ": 'shape' must be a tuple of non-negative ints, got " +
+                          nb::cast<std::string>(nb::repr(shape)))
+                             .c_str());
+  }
+  const std::string typestr = cai_field<std::string>(cai, "typestr", what, "a str such as '<u8'");
+  // '<' or '|' byte order, a kind letter, then the item size in bytes.
+  const bool sized = typestr.size() >= 3 && typestr.size() <= 4 &&
+                     typestr.find_first_not_of("0123456789", 2) == std::string::npos;
+  if (!sized || typestr[0] == '>')
     throw nb::type_error((what + ": unsupported typestr '" + typestr + "'").c_str());
   a.kind = typestr[1];
   a.itemsize = static_cast<std::size_t>(std::stoul(typestr.substr(2)));
-  nb::tuple data = nb::cast<nb::tuple>(cai["data"]);
-  a.data = reinterpret_cast<void*>(nb::cast<std::uintptr_t>(data[0]));
-  a.read_only = nb::cast<bool>(data[1]);
+  nb::tuple data = cai_field<nb::tuple>(cai, "data", what, "a (pointer, read_only) tuple");
+  try {
+    if (data.size() != 2) throw nb::cast_error();
+    a.data = reinterpret_cast<void*>(nb::cast<std::uintptr_t>(data[0]));
+    a.read_only = nb::cast<bool>(data[1]);
+  } catch (const nb::cast_error&) {
+    throw nb::type_error((what + ": 'data' must be a (pointer, read_only) tuple, got " +
+                          nb::cast<std::string>(nb::repr(data)))
+                             .c_str());
+  }
   if (cai.contains("strides") && !cai["strides"].is_none()) {
-    nb::tuple strides = nb::cast<nb::tuple>(cai["strides"]);
-    if (a.count > 1 && nb::cast<std::size_t>(strides[0]) != a.itemsize)
+    nb::tuple strides = cai_field<nb::tuple>(cai, "strides", what, "None or a tuple of ints");
+    std::int64_t stride = 0;
+    try {
+      stride = nb::cast<std::int64_t>(strides[0]);
+    } catch (const nb::cast_error&) {
+      throw nb::type_error((what + ": 'strides' must be None or a tuple of ints").c_str());
+    }
+    if (a.count > 1 && stride != static_cast<std::int64_t>(a.itemsize))
       throw nb::value_error((what + ": device arrays must be contiguous; copy it first "
                                     "(cupy.ascontiguousarray, tensor.contiguous())").c_str());
   }
@@ -234,10 +322,10 @@ device_array from_cuda_array_interface(nb::handle obj, std::optional<stream_t> r
     throw nb::value_error((what + ": masked arrays are not supported").c_str());
   std::optional<stream_t> producer;
   if (cai.contains("stream") && !cai["stream"].is_none())
-    producer = stream_from_protocol(nb::cast<std::uintptr_t>(cai["stream"]));
+    producer = stream_from_protocol(stream_number(cai["stream"], (what + ": 'stream'").c_str()));
   a.stream = requested ? *requested : producer ? *producer : nullptr;
-  if (producer) order_after(*producer, a.stream);
   a.device = a.count > 0 ? device_of(a.data) : 0;
+  if (producer) order_after(*producer, a.stream, a.device);
   a.owner = nb::borrow(obj);
   return a;
 }
@@ -259,9 +347,8 @@ struct dlpack_owner {
 };
 
 device_array from_dlpack(nb::handle obj, std::optional<stream_t> requested, const char* role) {
-  nb::tuple where = nb::cast<nb::tuple>(obj.attr("__dlpack_device__")());
   device_array a;
-  a.device = nb::cast<int>(where[1]);
+  a.device = dlpack_device(obj).second;
   a.stream = requested ? *requested : nullptr;
   nb::object capsule;
   try {
@@ -281,6 +368,12 @@ device_array from_dlpack(nb::handle obj, std::optional<stream_t> requested, cons
     PyCapsule_SetName(capsule.ptr(), "used_dltensor_versioned");
     owner->managed = m;
     owner->versioned = true;
+    // A later major version may lay the tensor out otherwise: only the version
+    // itself may be read (the DLPack ABI's rule), then the deleter is called.
+    if (m->ver.major != 1)
+      throw nb::type_error((std::string(role) + ": DLPack " + std::to_string(m->ver.major) + "." +
+                            std::to_string(m->ver.minor) + " tensors are not supported (gbf reads 1.x)")
+                               .c_str());
     t = &m->dl_tensor;
     a.read_only = (m->flags & dlpack::flag_read_only) != 0;
   } else if (PyCapsule_IsValid(capsule.ptr(), "dltensor")) {
@@ -304,6 +397,7 @@ device_array from_dlpack(nb::handle obj, std::optional<stream_t> requested, cons
          : t->dtype.code == dlpack::bool_code ? 'b' : 'f';
   a.itemsize = t->dtype.bits / 8u;
   a.data = static_cast<std::uint8_t*>(t->data) + t->byte_offset;
+  a.device = t->dev.device_id;  // the tensor's own word, over __dlpack_device__'s
   a.owner = nb::capsule(owner.release(), [](void* p) noexcept { delete static_cast<dlpack_owner*>(p); });
   return a;
 }
@@ -327,26 +421,61 @@ struct device_batch {
   nb::object owner;   // what keeps the arrays alive while stream-ordered work runs
 };
 
+// "uint16", "float32", "bool": an array's dtype in words, for messages.
+std::string dtype_text(const device_array& a) {
+  const char* kind = a.kind == 'i' ? "int" : a.kind == 'u' ? "uint" : a.kind == 'b' ? "bool" : a.kind == 'f' ? "float" : nullptr;
+  if (kind == nullptr) return std::string("kind '") + a.kind + "' of " + std::to_string(a.itemsize) + " bytes";
+  return a.kind == 'b' ? std::string(kind) : kind + std::to_string(a.itemsize * 8);
+}
+
+// The kernels load whole keys (and offsets): an address that is not a multiple of
+// the item size (a byte buffer viewed at an odd offset) would fault with a
+// misaligned access, which is sticky and ends every CUDA user of the process.
+void require_aligned(const device_array& a, const char* what) {
+  if (a.count > 0 && reinterpret_cast<std::uintptr_t>(a.data) % a.itemsize != 0)
+    throw nb::value_error((std::string(what) + ": address " +
+                           std::to_string(reinterpret_cast<std::uintptr_t>(a.data)) +
+                           " is not a multiple of the item size (" + std::to_string(a.itemsize) +
+                           " bytes); copy the array (e.g. .copy()) to aligned memory")
+                              .c_str());
+}
+
+// With an explicit stream S, work queued on the framework's current stream (torch
+// and CuPy tensors written under `with torch.cuda.stream(s1)`) must come first:
+// torch's __cuda_array_interface__ (v2) names no stream to order after.
+void order_after_framework(nb::handle array, const std::optional<stream_t>& requested,
+                           const device_batch& b) {
+  if (!requested || b.count == 0) return;
+  const std::optional<std::uintptr_t> current = framework_stream(array);
+  if (current) order_after(stream_from_protocol(*current), *requested, b.device);
+}
+
 device_batch read_device_batch(nb::handle obj, nb::handle stream) {
   const std::optional<stream_t> requested = stream_argument(obj, stream);
   device_batch b;
   if (!is_device_strings(obj)) {
     b.keys = read_device_array(obj, requested, "device keys");
     if ((b.keys.kind != 'i' && b.keys.kind != 'u') || (b.keys.itemsize != 4 && b.keys.itemsize != 8))
-      throw nb::type_error("device keys must be 32- or 64-bit integers (device string keys: "
-                           "gbf.DeviceStrings)");
+      throw nb::type_error(("device keys must be 32- or 64-bit integers, got " + dtype_text(b.keys) +
+                            " (device string keys: gbf.DeviceStrings)")
+                               .c_str());
+    require_aligned(b.keys, "device keys");
     b.count = b.keys.count;
     b.stream = b.keys.stream;
     b.device = b.keys.device;
     b.family = nb::borrow(obj);
     b.owner = b.keys.owner;
+    order_after_framework(obj, requested, b);
     return b;
   }
   b.strings = true;
   nb::object offsets = obj.attr("offsets");
   b.keys = read_device_array(offsets, requested, "DeviceStrings.offsets");
   if (b.keys.kind != 'i' || (b.keys.itemsize != 4 && b.keys.itemsize != 8))
-    throw nb::type_error("DeviceStrings.offsets must be int32 (Arrow string) or int64 (large_string)");
+    throw nb::type_error(("DeviceStrings.offsets must be int32 (Arrow string) or int64 (large_string), got " +
+                          dtype_text(b.keys))
+                             .c_str());
+  require_aligned(b.keys, "DeviceStrings.offsets");
   if (b.keys.count == 0)
     throw nb::value_error("DeviceStrings.offsets must hold n + 1 offsets for n keys (at least one)");
   b.count = b.keys.count - 1;
@@ -371,6 +500,7 @@ device_batch read_device_batch(nb::handle obj, nb::handle stream) {
   b.family = offsets;
   b.owner = nb::make_tuple(b.keys.owner, b.data->owner,
                            b.validity ? b.validity->owner : nb::none());
+  order_after_framework(offsets, requested, b);
   return b;
 }
 
@@ -449,19 +579,6 @@ std::uint64_t lib_select(const filter& f, const string_keys<O>& k, std::uint64_t
   return f.select(k, rows, s);
 }
 
-// Makes `device` current for the scope (allocations land on the keys' GPU).
-struct device_scope {
-  int previous = -1;
-  explicit device_scope(int device) {
-    check(cudaGetDevice(&previous), "cudaGetDevice");
-    if (device >= 0 && device != previous) check(cudaSetDevice(device), "cudaSetDevice");
-  }
-  ~device_scope() {
-    int now = -1;
-    if (cudaGetDevice(&now) == cudaSuccess && now != previous) cudaSetDevice(previous);
-  }
-};
-
 // Device memory from cudaMalloc, freed with cudaFree when the last reference goes.
 struct device_buffer {
   void* data = nullptr;
@@ -481,6 +598,7 @@ struct device_result {
   void* data = nullptr;
   nb::object array;  // `out`, or null until wrap_result
   std::shared_ptr<device_buffer> buffer;
+  nb::object keep;   // what stream-ordered work writing the result keeps alive
 };
 
 device_result result_for(const device_batch& keys, nb::handle out, std::size_t itemsize,
@@ -492,12 +610,21 @@ device_result result_for(const device_batch& keys, nb::handle out, std::size_t i
         o.read_only || o.count != keys.count)
       throw nb::value_error((std::string(what) + ": out must be a writable device array of " +
                              std::to_string(keys.count) + " bool or uint8 items").c_str());
+    // A kernel on the keys' GPU writing another GPU's memory faults (no peer access).
+    if (keys.count > 0 && o.device != keys.device)
+      throw nb::value_error((std::string(what) + ": out is on GPU " + std::to_string(o.device) +
+                             ", the keys on GPU " + std::to_string(keys.device) +
+                             "; both must be on the filter's GPU")
+                                .c_str());
     r.data = o.data;
     r.array = nb::borrow(out);
+    r.keep = o.owner;  // for DLPack, the capsule whose deleter frees the exported view
     return r;
   }
   r.buffer = std::make_shared<device_buffer>(keys.count * itemsize, keys.device);
   r.data = r.buffer->data;
+  auto* shared = new std::shared_ptr<device_buffer>(r.buffer);
+  r.keep = nb::capsule(shared, [](void* p) noexcept { delete static_cast<std::shared_ptr<device_buffer>*>(p); });
   return r;
 }
 
@@ -517,9 +644,10 @@ nb::object wrap_result(const device_batch& keys, device_result& r, std::size_t c
   auto* keep = new std::shared_ptr<device_buffer>(r.buffer);
   nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<std::shared_ptr<device_buffer>*>(p); });
   std::size_t shape[1] = {count};
-  nb::ndarray<T, nb::ndim<1>, nb::device::cuda> array(r.data, 1, shape, owner, nullptr,
-                                                      nb::dtype<T>(), nb::device::cuda::value,
-                                                      keys.device);
+  // array_api: an object with __dlpack__ / __dlpack_device__ (without a framework
+  // nanobind would return a bare capsule, which can be consumed only once).
+  nb::ndarray<nb::array_api, T, nb::ndim<1>, nb::device::cuda> array(
+      r.data, 1, shape, owner, nullptr, nb::dtype<T>(), nb::device::cuda::value, keys.device);
   return same_family(keys.family, nb::cast(array));
 }
 
@@ -544,11 +672,15 @@ struct pending_work {
     }
     entries.resize(kept);
   }
-  void add(stream_t stream, nb::object keys) {
+  // The event is made on `device`, the GPU of `stream` (which need not be current).
+  void add(stream_t stream, int device, nb::object keys) {
     prune();
+    device_scope on_device(device);
     cudaEvent_t done = nullptr;
     check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreateWithFlags");
-    check(cudaEventRecord(done, stream), "cudaEventRecord");
+    const cudaError_t recorded = cudaEventRecord(done, stream);
+    if (recorded != cudaSuccess) cudaEventDestroy(done);
+    check(recorded, "cudaEventRecord");
     entries.push_back({done, std::move(keys)});
   }
   void wait() {
@@ -585,7 +717,7 @@ void device_add(py_filter& self, nb::handle keys_obj, nb::handle stream) {
     std::lock_guard<std::mutex> lock(self.mutex);
     with_keys(keys, [&](const auto& k) { lib_add_async(self.f, k, keys.stream); });
   }
-  pending(self).add(keys.stream, keys.owner);
+  pending(self).add(keys.stream, keys.device, keys.owner);
 }
 
 nb::object device_contains(py_filter& self, nb::handle keys_obj, nb::handle out, nb::handle stream) {
@@ -599,7 +731,9 @@ nb::object device_contains(py_filter& self, nb::handle keys_obj, nb::handle out,
       lib_contains_async(self.f, k, static_cast<bool*>(r.data), keys.stream);
     });
   }
-  pending(self).add(keys.stream, keys.owner);
+  // The keys and the result (out's exported view, or the new buffer, which the
+  // caller may drop before the kernel has written it) live until the work is done.
+  pending(self).add(keys.stream, keys.device, nb::make_tuple(keys.owner, r.keep));
   return wrap_result<bool>(keys, r, keys.count);
 }
 

@@ -567,9 +567,13 @@ host_keys read_host_keys(nb::handle obj) {
       read_numpy(array, keys);
     }
   } else if (has_attr(obj, "__dlpack__") && has_attr(obj, "__dlpack_device__")) {
-    nb::tuple where = nb::cast<nb::tuple>(obj.attr("__dlpack_device__")());
-    const int device_type = nb::cast<int>(where[0]);
-    if (device_type != dlpack::cpu)
+    const int device_type = dlpack_device(obj).first;
+    // Pinned host memory (CUDA host) is host memory, as NumPy reads it.
+    if (device_type == dlpack::cuda || device_type == dlpack::cuda_managed)
+      throw_not_keys(obj, "its memory is on a CUDA device (DLPack device type " +
+                              std::to_string(device_type) +
+                              "), and this call takes host keys; copy them to the host first");
+    if (device_type != dlpack::cpu && device_type != dlpack::cuda_host)
       throw_not_keys(obj, "DLPack device type " + std::to_string(device_type) +
                               " is neither host memory nor a CUDA device");
     nb::object array = nb::module_::import_("numpy").attr("from_dlpack")(obj);

@@ -79,7 +79,33 @@ def test_dlpack_device_keys(cupy):
     f = gbf.Filter(1000, 0.01, backend="gpu")
     f.add(DLPackOnly())
     found = f.contains(DLPackOnly())
+    # Not a bare capsule: an object with __dlpack__, readable more than once.
+    assert hasattr(found, "__dlpack__") and hasattr(found, "__dlpack_device__")
     assert bool(cupy.from_dlpack(found).all())
+    assert bool(cupy.from_dlpack(found).all())
+
+
+def test_misaligned_device_keys_are_refused_before_any_kernel(cupy):
+    # uint64 keys viewed at byte 4 of a buffer: a kernel's 8-byte loads would fault.
+    raw = cupy.zeros(8 * 101, dtype=cupy.uint8)
+    keys = raw[4:4 + 8 * 100].view(cupy.uint64)
+    f = gbf.Filter(1000, 0.01, backend="gpu")
+    with pytest.raises(ValueError, match="not a multiple of the item size"):
+        f.add(keys)
+    assert f.stats().keys_added == 0
+    f.add(cupy.arange(10, dtype=cupy.uint64))  # the context survived
+    assert bool(f.contains(cupy.arange(10, dtype=cupy.uint64)).all())
+
+
+def test_out_on_another_gpu_is_refused(cupy):
+    if cupy.cuda.runtime.getDeviceCount() < 2:
+        pytest.skip("needs two GPUs")
+    f = gbf.Filter(1000, 0.01, backend="gpu")
+    keys = cupy.arange(10, dtype=cupy.uint64)
+    with cupy.cuda.Device(1):
+        out = cupy.zeros(10, dtype=cupy.bool_)
+    with pytest.raises(ValueError, match="out is on GPU 1"):
+        f.contains(keys, out=out)
 
 
 def test_device_keys_on_a_gpu_filter_via_torch():
@@ -111,7 +137,7 @@ class ProtocolStream:
 
 
 @pytest.mark.parametrize("stream, expected", [
-    (None, None), (0, 0), (1, 1), (2, 2), (0xABC000, 0xABC000),
+    (None, None), (0, 0), (1, 1), (2, 2), (0xABC000, 0xABC000), (2**64 - 1, 2**64 - 1),
     (CupyLikeStream(), 0x5000), (TorchLikeStream(), 0x6000), (ProtocolStream(), 0x7000),
 ])
 def test_stream_argument_forms_name_the_stream(stream, expected):
@@ -121,6 +147,7 @@ def test_stream_argument_forms_name_the_stream(stream, expected):
 
 @pytest.mark.parametrize("stream, error", [
     ("s", TypeError), (1.5, TypeError), (True, TypeError), (-1, ValueError), (object(), TypeError),
+    (2**64, ValueError),  # was a bare RuntimeError: std::bad_cast
 ])
 def test_bad_stream_arguments_are_refused(stream, error):
     keys = FakeCudaArray(np.arange(4, dtype=np.uint64))
@@ -150,12 +177,14 @@ def _fake_framework(monkeypatch, name):
             return types.SimpleNamespace(cuda_stream=0x8000)
         module.cuda.current_stream = current_stream
     else:
-        def get_current_stream():
-            calls.append(None)
+        def get_current_stream(device_id=None):
+            calls.append(device_id)
             return types.SimpleNamespace(ptr=0x8000)
         module.cuda.get_current_stream = get_current_stream
     monkeypatch.setitem(sys.modules, name, module)
-    array_type = type("Tensor", (FakeCudaArray,), {"__module__": name, "device": "cuda:0"})
+    # torch names a device "cuda:1"; CuPy's has an id (its current stream is per device).
+    device = "cuda:1" if name == "torch" else types.SimpleNamespace(id=1)
+    array_type = type("Tensor", (FakeCudaArray,), {"__module__": name, "device": device})
     return array_type(np.arange(4, dtype=np.uint64)), calls
 
 
@@ -163,7 +192,8 @@ def _fake_framework(monkeypatch, name):
 def test_default_stream_is_the_frameworks_current_stream(monkeypatch, framework):
     keys, calls = _fake_framework(monkeypatch, framework)
     assert gbf._core._stream_value(keys, None) == 0x8000
-    assert calls == (["cuda:0"] if framework == "torch" else [None])
+    # The stream of the array's GPU, not of the current device.
+    assert calls == (["cuda:1"] if framework == "torch" else [1])
     # An explicit stream wins and the framework is not asked.
     assert gbf._core._stream_value(keys, 0x9000) == 0x9000
     assert len(calls) == 1

@@ -103,6 +103,35 @@ def test_dlpack_cpu_tensor(f):
     assert f.contains(keys).all()
 
 
+class _DLPackAs:
+    """Host memory announced under another DLPack device (type, id)."""
+
+    def __init__(self, a, device):
+        self._a = a
+        self._device = device
+
+    def __dlpack__(self, **kwargs):
+        return self._a.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._device
+
+
+def test_dlpack_pinned_host_memory_is_read_as_host_keys(f):
+    # kDLCUDAHost (3): host memory the GPU can reach, which NumPy reads as host memory.
+    keys = np.arange(100, dtype=np.uint64)
+    f.add(_DLPackAs(keys, (3, 0)))
+    assert f.contains(keys).all()
+    assert f.stats().keys_added == 100
+
+
+def test_dlpack_device_that_is_not_a_pair_of_ints_is_a_type_error_naming_it(f):
+    for device in ([1, 0], ("cuda", 0), (1,)):
+        with pytest.raises(TypeError, match=r"__dlpack_device__\(\) must return a \(device_type, device_id\)"):
+            f.add(_DLPackAs(np.arange(4, dtype=np.uint64), device))
+    assert f.stats().keys_added == 0
+
+
 def test_a_list_spanning_int64_and_uint64_is_read_as_uint64(f):
     # NumPy makes float64 of [1, 2**63]; read as such, 2**63 + 1 would round to 2**63.
     f.add([1, 2**63 + 1])

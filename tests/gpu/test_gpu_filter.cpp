@@ -64,6 +64,26 @@ TEST_F(GpuFilter, GpuAndCpuFiltersHoldTheSameBitsAndAnswers) {
   }
 }
 
+// A key array at an address that is not a multiple of its width (a byte buffer
+// viewed at an odd offset) would fault in the kernels, a sticky error that ends
+// the context: refused up front, the filter unchanged, and the GPU still usable.
+TEST_F(GpuFilter, MisalignedDeviceKeysAreRefusedBeforeAnyKernel) {
+  filter g = filter::create(1'000, 0.01, on_gpu());
+  const auto keys = random_keys<std::uint64_t>(100, 73);
+  device_buffer<unsigned char> bytes(keys.size() * 8 + 8);
+  GBF_CUDA_TRY(cudaMemcpy(bytes.data() + 4, keys.data(), keys.size() * 8, cudaMemcpyHostToDevice));
+  const auto* misaligned = reinterpret_cast<const std::uint64_t*>(bytes.data() + 4);
+  EXPECT_NE(test::message_of([&] { g.add(misaligned, keys.size()); }).find("are not aligned to their 8 bytes"),
+            std::string::npos);
+  device_buffer<bool> found(keys.size());
+  EXPECT_THROW(g.contains(misaligned, keys.size(), found.data()), invalid_argument);
+  EXPECT_THROW(g.add_async(misaligned, keys.size(), nullptr), invalid_argument);
+  EXPECT_EQ(g.bits_set(), 0u);
+  const auto* aligned32 = reinterpret_cast<const std::uint32_t*>(bytes.data() + 4);
+  g.add(aligned32, 2 * keys.size());  // 4-byte keys at that address are aligned
+  EXPECT_GT(g.bits_set(), 0u);
+}
+
 TEST_F(GpuFilter, AutomaticIsTheGpuAndSaysSo) {
   filter f = filter::create(1000, 0.01);
   EXPECT_EQ(f.where(), backend::gpu);
