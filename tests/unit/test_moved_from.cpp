@@ -108,26 +108,18 @@ TEST(MovedFrom, SavingOneLeavesTheFileAtThePathAsItWas) {
     const gbf::scaling_filter back = gbf::load_scaling_filter(path);
     EXPECT_EQ(gbf::serialize(back), before);
   };
-  expect_file_kept([&] {
-    gbf::scaling_filter source = gbf::scaling_filter::create(100, 0.01, {}, on_cpu());
-    gbf::scaling_filter taken = std::move(source);
-    gbf::save(source, path);
-  });
-  expect_file_kept([&] {
-    gbf::counting_filter source = gbf::counting_filter::create(100, 0.01, on_cpu());
-    gbf::counting_filter taken = std::move(source);
-    gbf::save(source, path);
-  });
-  expect_file_kept([&] {
-    gbf::cuckoo_filter source = gbf::cuckoo_filter::create(100, 0.01, on_cpu());
-    gbf::cuckoo_filter taken = std::move(source);
-    gbf::save(source, path);
-  });
-  expect_file_kept([&] {
-    gbf::filter source = gbf::filter::create(100, 0.01, on_cpu());
-    gbf::filter taken = std::move(source);
-    gbf::save(source, path);
-  });
+  // Saves what is left of make()'s filter once moved from.
+  const auto save_moved_from = [&](auto make) {
+    return [&path, make] {
+      auto source = make();
+      auto taken = std::move(source);
+      gbf::save(source, path);
+    };
+  };
+  expect_file_kept(save_moved_from([] { return gbf::scaling_filter::create(100, 0.01, {}, on_cpu()); }));
+  expect_file_kept(save_moved_from([] { return gbf::counting_filter::create(100, 0.01, on_cpu()); }));
+  expect_file_kept(save_moved_from([] { return gbf::cuckoo_filter::create(100, 0.01, on_cpu()); }));
+  expect_file_kept(save_moved_from([] { return gbf::filter::create(100, 0.01, on_cpu()); }));
   std::remove(path.c_str());
 }
 
