@@ -66,33 +66,6 @@ const int fork_handlers = ::pthread_atfork([] { instance_mutex.lock(); }, [] { i
                                            [] { instance_mutex.unlock(); });
 #endif
 
-#if defined(__unix__) || defined(__APPLE__)
-/// Blocks, for its lifetime, every signal the process is sent (not the faults a
-/// thread raises itself): a thread started meanwhile inherits the mask. The
-/// pool's workers outlive the calls that start them, so without it a signal
-/// sent to the process could run its handler on a worker while the
-/// application's thread blocks that signal to defer it (the gbf command blocks
-/// SIGINT/SIGTERM around a save's rename so that "the file is in place" and
-/// "the handler knows it" are one step).
-class process_signals_blocked {
- public:
-  process_signals_blocked() {
-    sigset_t process_signals;
-    sigfillset(&process_signals);
-    for (const int fault : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS}) sigdelset(&process_signals, fault);
-    ::pthread_sigmask(SIG_BLOCK, &process_signals, &previous_);
-  }
-  ~process_signals_blocked() { ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
-  process_signals_blocked(const process_signals_blocked&) = delete;
-  process_signals_blocked& operator=(const process_signals_blocked&) = delete;
-
- private:
-  sigset_t previous_;
-};
-#else
-struct process_signals_blocked {};
-#endif
-
 /// claim_'s packing: job number, parts, next unclaimed part.
 constexpr std::uint64_t claimable(std::uint64_t job, unsigned parts, unsigned next) {
   return (job & 0xffffffffu) << 32 | std::uint64_t{parts} << 16 | next;

@@ -22,7 +22,41 @@
 #include <thread>
 #include <vector>
 
+#if defined(__unix__) || defined(__APPLE__)
+#include <pthread.h>
+#include <signal.h>
+#endif
+
 namespace gbf::detail::cpu {
+
+#if defined(__unix__) || defined(__APPLE__)
+/// Blocks, for its lifetime, every signal the process is sent (not the faults a
+/// thread raises itself): a thread started meanwhile inherits the mask. The
+/// pool's workers (and the threads of a call the busy pool cannot take) run
+/// beside the application's threads, so without it a signal sent to the
+/// process could run its handler on one of them while the application's thread
+/// blocks that signal to defer it (the gbf command blocks
+/// SIGINT/SIGTERM around a save's rename so that "the file is in place" and
+/// "the handler knows it" are one step).
+class process_signals_blocked {
+ public:
+  process_signals_blocked() {
+    sigset_t process_signals;
+    sigfillset(&process_signals);
+    for (const int fault : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS}) sigdelset(&process_signals, fault);
+    ::pthread_sigmask(SIG_BLOCK, &process_signals, &previous_);
+  }
+  ~process_signals_blocked() { ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+  process_signals_blocked(const process_signals_blocked&) = delete;
+  process_signals_blocked& operator=(const process_signals_blocked&) = delete;
+
+ private:
+  sigset_t previous_;
+};
+#else
+struct process_signals_blocked {};
+#endif
+
 
 class thread_pool {
  public:

@@ -67,15 +67,21 @@ void run_in_ranges(const std::vector<std::uint64_t>& bounds, const Fn& fn) {
   const auto part_of = [&](unsigned part) { fn(part, bounds[part], bounds[part + 1]); };
   if (thread_pool::instance().run(parts, part_of)) return;
   joined_threads workers(parts - 1);
-  for (unsigned part = 1; part < parts; ++part) {
-    const std::uint64_t begin = bounds[part];
-    const std::uint64_t end = bounds[part + 1];
-    try {
-      workers.threads.emplace_back([&fn, part, begin, end] { fn(part, begin, end); });
-    } catch (const std::system_error&) {
-      fn(part, begin, end);
+  unsigned started = parts;  // parts [1, started) run on threads of their own
+  {
+    const process_signals_blocked blocked;  // inherited by the threads, as by the pool's
+    for (unsigned part = 1; part < parts; ++part) {
+      const std::uint64_t begin = bounds[part];
+      const std::uint64_t end = bounds[part + 1];
+      try {
+        workers.threads.emplace_back([&fn, part, begin, end] { fn(part, begin, end); });
+      } catch (const std::system_error&) {
+        started = part;
+        break;
+      }
     }
   }
+  for (unsigned part = started; part < parts; ++part) fn(part, bounds[part], bounds[part + 1]);
   fn(0u, bounds[0], bounds[1]);
 }
 
@@ -143,19 +149,22 @@ bool run_team(unsigned parts, const Fn& fn) {
     gate.notify_all();
   };
   joined_threads workers(parts - 1);  // after the gate: joined before it goes
-  for (unsigned part = 1; part < parts; ++part) {
-    try {
-      workers.threads.emplace_back([&, part] {
-        {
-          std::unique_lock<std::mutex> lock(gate_mutex);
-          gate.wait(lock, [&] { return state != start::wait; });
-          if (state == start::abort) return;
-        }
-        fn(part, barrier);
-      });
-    } catch (const std::system_error&) {
-      open_gate(start::abort);
-      return false;
+  {
+    const process_signals_blocked blocked;  // inherited by the threads, as by the pool's
+    for (unsigned part = 1; part < parts; ++part) {
+      try {
+        workers.threads.emplace_back([&, part] {
+          {
+            std::unique_lock<std::mutex> lock(gate_mutex);
+            gate.wait(lock, [&] { return state != start::wait; });
+            if (state == start::abort) return;
+          }
+          fn(part, barrier);
+        });
+      } catch (const std::system_error&) {
+        open_gate(start::abort);
+        return false;
+      }
     }
   }
   open_gate(start::go);

@@ -103,6 +103,37 @@ TEST(CpuThreadPool, WorkersBlockTheSignalsSentToTheProcessAndLeaveTheCallersMask
   ASSERT_EQ(::pthread_sigmask(SIG_SETMASK, nullptr, &after), 0);
   for (const int sig : {SIGINT, SIGTERM, SIGUSR1}) EXPECT_EQ(sigismember(&after, sig), sigismember(&before, sig));
 }
+
+// While the process's pool is busy (here: called from one of its own parts), a
+// threaded call starts threads of its own: they block the process's signals as
+// the pool's workers do (they took them, found by a ThreadSanitizer audit's
+// reading), and the caller's mask is left as it was.
+TEST(CpuThreadPool, ThreadsOfACallTheBusyPoolCannotTakeBlockTheProcessSignalsToo) {
+  sigset_t before;
+  ASSERT_EQ(::pthread_sigmask(SIG_SETMASK, nullptr, &before), 0);
+  constexpr unsigned parts = 3;
+  std::vector<sigset_t> team_mask(parts), range_mask(parts);
+  bool team_ran = false;
+  ASSERT_TRUE(thread_pool::instance().run_together(2, [&](unsigned outer) {
+    if (outer != 0) return;
+    team_ran = run_team(parts, [&](unsigned part, team_barrier& barrier) {
+      ::pthread_sigmask(SIG_SETMASK, nullptr, &team_mask[part]);
+      barrier.arrive_and_wait();  // every part on a thread of its own at once
+    });
+    run_in_ranges(std::vector<std::uint64_t>{0, 1, 2, 3}, [&](unsigned part, std::uint64_t, std::uint64_t) {
+      ::pthread_sigmask(SIG_SETMASK, nullptr, &range_mask[part]);
+    });
+  }));
+  ASSERT_TRUE(team_ran);
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1}) {
+    EXPECT_EQ(sigismember(&team_mask[0], sig), sigismember(&before, sig)) << "the caller's mask changed: " << sig;
+    EXPECT_EQ(sigismember(&range_mask[0], sig), sigismember(&before, sig)) << "the caller's mask changed: " << sig;
+    for (unsigned part = 1; part < parts; ++part) {
+      EXPECT_EQ(sigismember(&team_mask[part], sig), 1) << "team thread " << part << " takes signal " << sig;
+      EXPECT_EQ(sigismember(&range_mask[part], sig), 1) << "range thread " << part << " takes signal " << sig;
+    }
+  }
+}
 #endif
 
 // Run, every part runs exactly once, part 0 on the caller first; the others
