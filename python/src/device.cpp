@@ -219,6 +219,7 @@ struct device_array {
   bool read_only = false;
   int device = -1;
   stream_t stream = nullptr;  // the stream the work runs on
+  std::optional<stream_t> producer;  // the stream its __cuda_array_interface__ named (ordered before `stream`)
   nb::object owner;           // the array, or a capsule owning a DLPack tensor
 };
 
@@ -320,12 +321,11 @@ device_array from_cuda_array_interface(nb::handle obj, std::optional<stream_t> r
   }
   if (cai.contains("mask") && !cai["mask"].is_none())
     throw nb::value_error((what + ": masked arrays are not supported").c_str());
-  std::optional<stream_t> producer;
   if (cai.contains("stream") && !cai["stream"].is_none())
-    producer = stream_from_protocol(stream_number(cai["stream"], (what + ": 'stream'").c_str()));
-  a.stream = requested ? *requested : producer ? *producer : nullptr;
+    a.producer = stream_from_protocol(stream_number(cai["stream"], (what + ": 'stream'").c_str()));
+  a.stream = requested ? *requested : a.producer ? *a.producer : nullptr;
   a.device = a.count > 0 ? device_of(a.data) : 0;
-  if (producer) order_after(*producer, a.stream, a.device);
+  if (a.producer) order_after(*a.producer, a.stream, a.device);
   a.owner = nb::borrow(obj);
   return a;
 }
@@ -447,7 +447,11 @@ void order_after_framework(nb::handle array, const std::optional<stream_t>& requ
                            const device_batch& b) {
   if (!requested || b.count == 0) return;
   const std::optional<std::uintptr_t> current = framework_stream(array);
-  if (current) order_after(stream_from_protocol(*current), *requested, b.device);
+  if (!current) return;
+  const stream_t framework = stream_from_protocol(*current);
+  // CuPy's interface (v3) names that very stream, already ordered before S.
+  if (b.keys.producer == framework) return;
+  order_after(framework, *requested, b.device);
 }
 
 device_batch read_device_batch(nb::handle obj, nb::handle stream) {
