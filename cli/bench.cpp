@@ -172,17 +172,6 @@ std::uint64_t capacity_for(const layout& l, double fpp) {
   return lo;
 }
 
-/// MemAvailable in bytes (0 when unknown).
-std::uint64_t host_available_bytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  std::uint64_t kib = 0;
-  std::string unit;
-  while (in >> key >> kib >> unit)
-    if (key == "MemAvailable:") return kib * 1024;
-  return 0;
-}
-
 /// Free device memory in bytes (0 in a build without CUDA).
 std::uint64_t free_device_bytes() {
 #if defined(GBF_HAS_CUDA)

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -320,15 +319,9 @@ void print_info_text(const filter_file& file, const file_metadata& meta, const f
 void print_info_json(const filter_file& file, const file_metadata& meta, const filter& f) {
   const filter_stats s = f.stats();
   const layout& l = f.layout();
-  const auto number = [](double x) -> std::string {
-    if (!std::isfinite(x)) return "null";
-    char text[32];
-    std::snprintf(text, sizeof text, "%.17g", x);
-    return text;
-  };
   std::printf("{\"file\": %s, \"format\": %s, \"kind\": \"plain\", \"words_per_block\": %u, \"bits_per_key\": %u, "
               "\"seed\": %llu, \"num_blocks\": %llu, \"size_bytes\": %llu, "
-              "\"parquet_problem\": %s, \"capacity\": %llu, \"fpp\": %s, \"keys_inserted\": %llu, "
+              "\"parquet_problem\": %s, \"capacity\": %s, \"fpp\": %s, \"keys_inserted\": %llu, "
               "\"bits_set\": %llu, \"num_bits\": %llu, \"fill_ratio\": %s, "
               "\"estimated_keys\": %s, \"estimated_fpr\": %s, \"over_capacity\": %s}\n",
               json_string(file.path).c_str(),
@@ -336,11 +329,11 @@ void print_info_json(const filter_file& file, const file_metadata& meta, const f
               l.words_per_block, l.bits_per_key, static_cast<unsigned long long>(l.seed),
               static_cast<unsigned long long>(l.num_blocks),
               static_cast<unsigned long long>(l.size_bytes()), json_string(parquet_problem(l)).c_str(),
-              static_cast<unsigned long long>(meta.capacity), number(meta.fpp).c_str(),
+              json_recorded(meta.capacity).c_str(), json_recorded(meta.fpp).c_str(),
               static_cast<unsigned long long>(meta.keys_inserted),
               static_cast<unsigned long long>(s.bits_set), static_cast<unsigned long long>(s.num_bits),
-              number(s.fill_ratio).c_str(), number(s.estimated_keys).c_str(),
-              number(s.estimated_fpr).c_str(), s.over_capacity ? "true" : "false");
+              json_number(s.fill_ratio).c_str(), json_number(s.estimated_keys).c_str(),
+              json_number(s.estimated_fpr).c_str(), s.over_capacity ? "true" : "false");
 }
 
 enum class combine_op { merge, intersect, symmetric_difference };

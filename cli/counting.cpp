@@ -1,7 +1,6 @@
 // The counting filter's commands (cli/counting.hpp).
 #include "cli/counting.hpp"
 
-#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <new>
@@ -222,16 +221,10 @@ int run_counting_info(const info_args& args) {
   const double plain_bytes_per_key =
       meta.capacity ? static_cast<double>(l.size_bytes()) / static_cast<double>(meta.capacity) : 0;
   if (args.json) {
-    const auto number = [](double x) -> std::string {
-      if (!std::isfinite(x)) return "null";
-      char text[32];
-      std::snprintf(text, sizeof text, "%.17g", x);
-      return text;
-    };
     std::printf("{\"file\": %s, \"format\": \"gbf\", \"kind\": \"counting\", "
                 "\"words_per_block\": %u, \"bits_per_key\": %u, \"seed\": %llu, "
                 "\"num_blocks\": %llu, \"counter_bits\": %u, \"size_bytes\": %llu, "
-                "\"parquet_problem\": %s, \"capacity\": %llu, \"fpp\": %s, \"keys_added\": %llu, "
+                "\"parquet_problem\": %s, \"capacity\": %s, \"fpp\": %s, \"keys_added\": %llu, "
                 "\"keys_removed\": %llu, \"nonzero_counters\": %llu, \"saturated_counters\": %llu, "
                 "\"num_counters\": %llu, \"fill_ratio\": %s, \"estimated_keys\": %s, "
                 "\"estimated_fpr\": %s, \"bytes_per_key\": %s, \"plain_bytes_per_key\": %s, "
@@ -240,14 +233,14 @@ int run_counting_info(const info_args& args) {
                 static_cast<unsigned long long>(l.seed),
                 static_cast<unsigned long long>(l.num_blocks), s.counter_bits,
                 static_cast<unsigned long long>(s.size_bytes), json_string(problem).c_str(),
-                static_cast<unsigned long long>(meta.capacity), number(meta.fpp).c_str(),
+                json_recorded(meta.capacity).c_str(), json_recorded(meta.fpp).c_str(),
                 static_cast<unsigned long long>(s.keys_added),
                 static_cast<unsigned long long>(s.keys_removed),
                 static_cast<unsigned long long>(s.nonzero_counters),
                 static_cast<unsigned long long>(s.saturated_counters),
-                static_cast<unsigned long long>(s.num_counters), number(s.fill_ratio).c_str(),
-                number(s.estimated_keys).c_str(), number(s.estimated_fpr).c_str(),
-                number(s.bytes_per_key).c_str(), number(plain_bytes_per_key).c_str(),
+                static_cast<unsigned long long>(s.num_counters), json_number(s.fill_ratio).c_str(),
+                json_number(s.estimated_keys).c_str(), json_number(s.estimated_fpr).c_str(),
+                json_recorded(s.bytes_per_key).c_str(), json_recorded(plain_bytes_per_key).c_str(),
                 s.over_capacity ? "true" : "false");
     check_stdout();
     return 0;

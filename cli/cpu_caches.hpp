@@ -1,10 +1,11 @@
 // The data caches of the CPU running this process, read at run time, so that a
 // benchmark can say whether a filter sits in a cache or far beyond it wherever
 // it runs (a 1 MiB filter is beyond the L2 of one machine and inside that of
-// another; 64 MiB is beyond a 32 MiB L3 and inside a 260 MiB one).
+// another; 64 MiB is beyond a 32 MiB L3 and inside a 260 MiB one), and the
+// memory it can take, so that a run too large for the machine is refused or
+// shrunk before it allocates rather than killed part-way.
 //
-// Header-only: `gbf bench` (cli/bench.cpp) and bench/bench_cpu_peers.cpp both
-// use it.
+// Header-only: `gbf bench`, `gbf demo` and bench/bench_cpu_peers.cpp use it.
 #pragma once
 
 #include <unistd.h>
@@ -85,6 +86,18 @@ inline cpu_caches read_cpu_caches() {
   }
 #endif
   return c;
+}
+
+/// The kernel's estimate of the memory that can be allocated without swapping
+/// (MemAvailable in /proc/meminfo), in bytes; 0 when unknown (not Linux).
+inline std::uint64_t host_available_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  std::uint64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return 0;
 }
 
 }  // namespace gbf::cli

@@ -286,7 +286,7 @@ int run_cuckoo_info(const info_args& args) {
   if (args.json) {
     std::printf("{\"file\": %s, \"kind\": \"cuckoo\", \"tag_bits\": %u, \"slots_per_bucket\": %u, "
                 "\"num_buckets\": %llu, \"seed\": %llu, \"size_bytes\": %llu, \"max_kicks\": %u, "
-                "\"capacity\": %llu, \"fpp\": %s, \"occupied_slots\": %llu, \"num_slots\": %llu, "
+                "\"capacity\": %s, \"fpp\": %s, \"occupied_slots\": %llu, \"num_slots\": %llu, "
                 "\"load_factor\": %s, \"max_load\": %s, \"estimated_fpr\": %s, "
                 "\"keys_added\": %llu, \"keys_removed\": %llu, \"evictions\": %llu, "
                 "\"failed_inserts\": %llu, \"over_capacity\": %s}\n",
@@ -294,10 +294,10 @@ int run_cuckoo_info(const info_args& args) {
                 static_cast<unsigned long long>(l.num_buckets),
                 static_cast<unsigned long long>(l.seed),
                 static_cast<unsigned long long>(l.size_bytes()), f.max_kicks(),
-                static_cast<unsigned long long>(meta.capacity), number(meta.fpp).c_str(),
+                json_recorded(meta.capacity).c_str(), json_recorded(meta.fpp).c_str(),
                 static_cast<unsigned long long>(s.occupied_slots),
-                static_cast<unsigned long long>(s.num_slots), number(s.load_factor).c_str(),
-                number(s.max_load).c_str(), number(s.estimated_fpr).c_str(),
+                static_cast<unsigned long long>(s.num_slots), json_number(s.load_factor).c_str(),
+                json_number(s.max_load).c_str(), json_number(s.estimated_fpr).c_str(),
                 static_cast<unsigned long long>(s.keys_added),
                 static_cast<unsigned long long>(s.keys_removed),
                 static_cast<unsigned long long>(s.evictions),

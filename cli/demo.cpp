@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli/command_support.hpp"
+#include "cli/cpu_caches.hpp"
 #include "cli/device_memory.hpp"
 #include "cli/stopwatch.hpp"
 #include "cli/synthetic_keys.hpp"
@@ -27,6 +28,25 @@ std::vector<std::uint64_t> make_keys(std::uint64_t first_counter, std::size_t n)
   std::vector<std::uint64_t> keys(n);
   make_distinct_keys(keys.data(), first_counter, n);
   return keys;
+}
+
+/// Refuses a run whose keys, answers and filter copies would not fit the memory
+/// the machine has available, naming the options, before anything is allocated:
+/// Linux overcommits, so a too-large run would otherwise be killed mid-way.
+void check_host_memory(const demo_options& opts, const layout& shape) {
+  const std::uint64_t available = host_available_bytes();
+  if (available == 0) return;
+  // 8-byte keys, a bool answer per probe, and the filter up to 6 times (the rows'
+  // words, each backend's filter, the verification's copy).
+  const long double needed = 8.0L * opts.keys + 9.0L * opts.probes + 6.0L * shape.size_bytes();
+  if (needed <= static_cast<long double>(available)) return;
+  const std::uint64_t needed_bytes = needed >= 1.8e19L ? UINT64_MAX : static_cast<std::uint64_t>(needed);
+  throw gbf::allocation_error("--keys " + with_commas(opts.keys) + " and --probes " + with_commas(opts.probes) +
+                                  " need about " + bytes_text(needed_bytes) +
+                                  " of host memory (8 bytes a key, 9 a probe, the " +
+                                  bytes_text(shape.size_bytes()) + " filter several times), and " +
+                                  bytes_text(available) + " is available: use fewer keys or probes",
+                              needed_bytes);
 }
 
 struct run_result {
@@ -95,6 +115,7 @@ int run_demo(const demo_options& opts) {
   sizing_options sizing;
   sizing.fpp = opts.fpp;
   w.shape = size_layout(sizing, opts.keys);  // a size no layout reaches is a usage error, as in create
+  check_host_memory(opts, w.shape);
   std::printf("gbf demo: add %llu keys, probe %llu keys never added, target fpp %g\n",
               static_cast<unsigned long long>(opts.keys),
               static_cast<unsigned long long>(opts.probes), opts.fpp);

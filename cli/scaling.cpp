@@ -1,7 +1,6 @@
 // The scaling chain in the CLI: sizing, files and `gbf info` (cli/scaling.hpp).
 #include "cli/scaling.hpp"
 
-#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -88,12 +87,6 @@ void report_scaling(const scaling_filter& f, const std::string& what, const std:
 void print_scaling_info(const filter_file& file, const scaling_filter& f, bool json) {
   const scaling_stats s = f.stats();
   const scaling_config& c = f.config();
-  const auto number = [](double x) -> std::string {
-    if (!std::isfinite(x)) return "null";
-    char text[32];
-    std::snprintf(text, sizeof text, "%.17g", x);
-    return text;
-  };
   if (json) {
     std::printf("{\"file\": %s, \"kind\": \"scaling\", \"capacity\": %llu, \"size_bytes\": %llu, "
                 "\"num_levels\": %zu, \"keys_inserted\": %llu, \"expansion\": %s, "
@@ -103,8 +96,8 @@ void print_scaling_info(const filter_file& file, const scaling_filter& f, bool j
                 static_cast<unsigned long long>(s.size_bytes), s.num_levels,
                 static_cast<unsigned long long>(s.keys_inserted),
                 c.policy.non_scaling ? "null" : std::to_string(s.expansion).c_str(),
-                number(c.policy.tightening).c_str(), c.policy.non_scaling ? "true" : "false",
-                number(s.fpp).c_str(), number(s.compound_fpr).c_str(), c.s.words_per_block,
+                json_number(c.policy.tightening).c_str(), c.policy.non_scaling ? "true" : "false",
+                json_number(s.fpp).c_str(), json_number(s.compound_fpr).c_str(), c.s.words_per_block,
                 c.s.bits_per_key, static_cast<unsigned long long>(c.s.seed));
     for (std::size_t i = 0; i < s.levels.size(); ++i) {
       const scaling_level_stats& level = s.levels[i];
@@ -114,8 +107,8 @@ void print_scaling_info(const filter_file& file, const scaling_filter& f, bool j
                   static_cast<unsigned long long>(level.level.keys),
                   static_cast<unsigned long long>(level.level.l.num_blocks),
                   static_cast<unsigned long long>(level.level.l.size_bytes()),
-                  number(level.level.fpp).c_str(), number(level.fill_ratio).c_str(),
-                  number(level.fpr).c_str());
+                  json_number(level.level.fpp).c_str(), json_number(level.fill_ratio).c_str(),
+                  json_number(level.fpr).c_str());
     }
     std::printf("]}\n");
     return;

@@ -115,4 +115,15 @@ std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
+std::string json_number(double x) {
+  if (!std::isfinite(x)) return "null";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", x);
+  return text;
+}
+
+std::string json_recorded(std::uint64_t n) { return n == 0 ? "null" : std::to_string(n); }
+
+std::string json_recorded(double x) { return x == 0 ? "null" : json_number(x); }
+
 }  // namespace gbf::cli

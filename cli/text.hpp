@@ -31,4 +31,13 @@ void check_stdout();
 /// and each byte that is not part of well-formed UTF-8 replaced by U+FFFD.
 std::string json_string(const std::string& s);
 
+/// `x` as a JSON number with 17 significant digits (it reads back as the same
+/// double), or `null` when it is infinite or NaN, which JSON cannot write.
+std::string json_number(double x);
+
+/// A value a file may not record (a filter's capacity or target fpp, where 0
+/// means "unknown"): `null` when it is 0, else the number.
+std::string json_recorded(std::uint64_t n);
+std::string json_recorded(double x);
+
 }  // namespace gbf::cli

@@ -260,7 +260,8 @@ class ScalingStats:
     size_bytes:    bytes of the levels' bit arrays.
     num_levels:    levels opened.
     keys_inserted: new keys inserted, all levels.
-    expansion:     growth factor of level capacities; 0 for a non-scaling chain.
+    expansion:     growth factor of level capacities; None for a non-scaling chain (as
+                   RedisBloom's BF.INFO and `gbf info --json` give it).
     fpp:           the bound the chain's false-positive rate stays under (tightening < 1);
                    with tightening 1, each level's target (no bound).
     compound_fpr:  the chain's expected false-positive rate now: 1 - prod(1 - level fpr).
@@ -271,7 +272,7 @@ class ScalingStats:
     size_bytes: int
     num_levels: int
     keys_inserted: int
-    expansion: int
+    expansion: Optional[int]
     fpp: float
     compound_fpr: float
     levels: List[ScalingLevel]
@@ -349,7 +350,7 @@ class ScalingFilter(_FileBacked, _core.ScalingFilterBase):
         """Levels, their fill and the compound expected FPR (one popcount per level)."""
         s = self._stats()
         levels = [ScalingLevel(Layout(*l[0:4]), l[4], l[5], l[6], l[7], l[8], l[9]) for l in s[7]]
-        return ScalingStats(s[0], s[1], s[2], s[3], s[4], s[5], s[6], levels)
+        return ScalingStats(s[0], s[1], s[2], s[3], s[4] or None, s[5], s[6], levels)
 
     def __repr__(self) -> str:
         return f"<gbf.ScalingFilter on {self.backend}: capacity {self.capacity:,}, fpp {self.fpp:g}>"

@@ -101,6 +101,27 @@ def test_python_file_read_by_cli(run_cli, tmp_path, rng):
     assert (info["words_per_block"], info["bits_per_key"], info["seed"], info["num_blocks"]) == astuple(f.layout)
 
 
+def test_what_a_file_does_not_record_is_none_in_python_and_null_in_info_json(run_cli, tmp_path):
+    # A filter shaped by its layout alone, its Parquet export and a non-scaling chain:
+    # capacity, fpp and expansion are unknown, None in Python and null (not 0) in JSON.
+    f = gbf.Filter(layout=gbf.Layout(8, 8, 0, num_blocks=64))
+    f.add(np.arange(100, dtype=np.uint64))
+    f.save(tmp_path / "shaped.gbf")
+    f.save(tmp_path / "shaped.sbbf", format="parquet-sbbf")
+    for path, extra in ((tmp_path / "shaped.gbf", ()), (tmp_path / "shaped.sbbf", ("--format", "parquet-sbbf"))):
+        info = cli_info(run_cli, path, *extra)
+        assert info["capacity"] is None and f.capacity is None, path
+        assert info["fpp"] is None and f.fpp is None, path
+        assert info["bits_set"] == f.stats().bits_set
+
+    chain = gbf.ScalingFilter(1_000, 0.01, non_scaling=True, backend="cpu")
+    chain.add(np.arange(10, dtype=np.uint64))
+    chain.save(tmp_path / "chain.gbf")
+    info = cli_info(run_cli, tmp_path / "chain.gbf")
+    assert info["expansion"] is None and chain.stats().expansion is None
+    assert info["capacity"] == chain.stats().capacity == 1_000
+
+
 def test_add_to_cli_file_matches_cli_add(run_cli, tmp_path, rng):
     first = rng.integers(0, 2**64 - 1, size=8_000, dtype=np.uint64)
     second = np.concatenate([first[:1_000], rng.integers(0, 2**64 - 1, size=7_000, dtype=np.uint64)])

@@ -143,6 +143,11 @@ for cmd in "demo --keys 1000 --probes 10" "create --capacity 1000 -o x.gbf"; do
   expect_err "^gbf: "
 done
 
+# A demo larger than the machine's memory is refused before it allocates, naming
+# the options and both sizes (it printed only "out of memory", or was killed).
+expect_rc 1 "$GBF" demo --keys 1000 --probes 1099511627776
+expect_err "^gbf: --keys 1,000 and --probes 1,099,511,627,776 need about 9.0 TiB of host memory .* is available: use fewer keys or probes"
+
 # build without --capacity counts a file's keys first; a pipe cannot be read
 # twice, so it is refused before anything is read from it.
 rm -f x.gbf
