@@ -341,6 +341,24 @@ enum class combine_op { merge, intersect, symmetric_difference };
 int combine(const combine_args& args, combine_op op) {
   refuse_output_over_inputs("-o", args.output.path, {{"input A", args.a.path}, {"input B", args.b.path}});
   const output_lock lock(args.output.path, args.run.wait);
+  // Counting filters add counters or keep the smaller; chains merge level by level.
+  // Neither has an XOR, and a chain no intersection that keeps its levels' bounds.
+  const char* name = op == combine_op::merge ? "merge" : op == combine_op::intersect ? "intersect" : "xor";
+  if (is_counting_file(args.a)) {
+    if (op == combine_op::symmetric_difference)
+      throw usage_error("'" + args.a.path + "' holds a counting filter: xor is for plain filters (merge adds "
+                        "counting filters' counters, intersect keeps the smaller of each)");
+    return run_counting_combine(args, op == combine_op::intersect);
+  }
+  if (is_scaling_file(args.a)) {
+    if (op != combine_op::merge)
+      throw usage_error("'" + args.a.path + "' holds a scaling filter: chains can be merged, not given to " +
+                        name + " (its levels would lose their capacities and FPR bounds)");
+    return run_scaling_merge(args);
+  }
+  if (is_cuckoo_file(args.a))
+    throw usage_error("'" + args.a.path + "' holds a cuckoo filter, which has no " + name +
+                      ": its tags cannot be combined without the keys (add B's keys to A instead)");
   file_metadata meta_a;
   file_metadata meta_b;
   filter a = load_filter(args.a, args.run, meta_a);

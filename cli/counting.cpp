@@ -284,6 +284,28 @@ int run_counting_info(const info_args& args) {
   return 0;
 }
 
+int run_counting_combine(const combine_args& args, bool intersect) {
+  require_native(args.output, true);
+  counting_file_metadata meta_a;
+  counting_file_metadata meta_b;
+  counting_filter a = load_counting_file(args.a, args.run, meta_a);
+  const counting_filter b = load_counting_file(args.b, args.run, meta_b);
+  try {
+    intersect ? a.intersect(b) : a.merge(b);
+  } catch (const layout_mismatch& e) {
+    throw layout_mismatch("'" + args.a.path + "' and '" + args.b.path + "': " + e.what());
+  }
+  save_counting(a, args.output, meta_a.fpp);
+  const counting_stats s = a.stats();
+  if (!args.run.quiet)
+    std::fprintf(stderr, "gbf: wrote %s (%s of the counting filters '%s' and '%s', %s keys held)\n",
+                 args.output.path.c_str(), intersect ? "counter minimum" : "counter sum", args.a.path.c_str(),
+                 args.b.path.c_str(), with_commas(s.keys_added - s.keys_removed).c_str());
+  warn_if_over_capacity(a, args.output.path);
+  warn_if_saturated(a, args.output.path);
+  return 0;
+}
+
 int run_project(const project_args& args) {
   refuse_output_over_inputs("-o", args.output.path, {{"the counting filter", args.input}});
   const output_lock lock(args.output.path, args.run.wait);

@@ -70,6 +70,23 @@ namespace {
 bool every_level_at_fpp(const scaling_config& c) { return c.policy.tightening == 1 && !c.policy.non_scaling; }
 }  // namespace
 
+int run_scaling_merge(const combine_args& args) {
+  require_gbf_format(args.output);
+  scaling_filter a = load_scaling(args.a, args.run);
+  const scaling_filter b = load_scaling(args.b, args.run);
+  try {
+    a.merge(b);
+  } catch (const layout_mismatch& e) {
+    throw layout_mismatch("'" + args.a.path + "' and '" + args.b.path + "': " + e.what());
+  } catch (const filter_full& e) {
+    throw filter_full("'" + args.a.path + "' and '" + args.b.path + "': " + e.what(), e.not_inserted(), e.fits());
+  }
+  save_scaling(a, args.output);
+  report_scaling(a, "wrote", args.output.path + " (union of '" + args.a.path + "' and '" + args.b.path + "')",
+                 args.run.quiet);
+  return 0;
+}
+
 void report_scaling(const scaling_filter& f, const std::string& what, const std::string& path,
                     bool quiet) {
   if (quiet) return;

@@ -14,6 +14,7 @@ namespace gbf::cli {
 struct sizing_options;
 struct run_options;
 struct filter_file;
+struct combine_args;
 
 /// --scaling, --expansion, --tightening, --non-scaling of create and build.
 struct scaling_options {
@@ -40,6 +41,10 @@ void save_scaling(const scaling_filter& f, const filter_file& file);
 /// One line on stderr describing a chain just written (unless quiet).
 void report_scaling(const scaling_filter& f, const std::string& what, const std::string& path,
                     bool quiet);
+
+/// `gbf merge` of two chains (the caller holds the output's lock): the other
+/// chain's keys in this one's levels (scaling_filter::merge), in the gbf format.
+int run_scaling_merge(const combine_args& args);
 
 /// `gbf info` of a chain: BF.INFO's fields and one row per level (text or JSON).
 void print_scaling_info(const filter_file& file, const scaling_filter& f, bool json);

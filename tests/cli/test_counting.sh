@@ -86,12 +86,51 @@ expect_rc 1 "$GBF" project c.gbf -o x.sbbf --format parquet-sbbf --backend cpu
 expect_err "cannot export as a Parquet SBBF"
 [[ -e x.sbbf ]] && fail "a refused export left x.sbbf"
 
+# --- merge (counters added) and intersect (the smaller counter) ------------------
+python3 - <<'PY'
+import struct
+open('a.u64', 'wb').write(struct.pack('<600Q', *range(600)))            # 0..599
+open('b.u64', 'wb').write(struct.pack('<600Q', *range(400, 1000)))      # 400..999
+open('both.u64', 'wb').write(struct.pack('<200Q', *range(400, 600)))
+open('only_a.u64', 'wb').write(struct.pack('<400Q', *range(400)))
+PY
+expect_rc 0 "$GBF" build a.u64 --keys-format u64 --counting --capacity 1000 -o ca.gbf -q
+expect_rc 0 "$GBF" build b.u64 --keys-format u64 --counting --capacity 1000 -o cb.gbf -q
+expect_rc 0 "$GBF" merge ca.gbf cb.gbf -o cu.gbf
+expect_err "counter sum of the counting filters 'ca.gbf' and 'cb.gbf', 1,200 keys held"
+expect_rc 0 "$GBF" query cu.gbf k.u64 --keys-format u64 --count
+expect_out 1000
+# The union keeps multiplicity: taking B's keys out leaves every key of A, the
+# 200 both held among them.
+expect_rc 0 "$GBF" remove cu.gbf b.u64 --keys-format u64
+expect_out "600 keys removed, 0 refused (not present)"
+expect_rc 0 "$GBF" query cu.gbf a.u64 --keys-format u64 --count
+expect_out 600
+expect_rc 0 "$GBF" intersect ca.gbf cb.gbf -o ci.gbf
+expect_err "counter minimum"
+expect_rc 0 "$GBF" query ci.gbf both.u64 --keys-format u64 --count
+expect_out 200
+expect_rc 0 "$GBF" query ci.gbf only_a.u64 --keys-format u64 --count
+(( $(cat out) < 40 )) || fail "$(cat out) of 400 keys only A held survive the intersection"
+expect_rc 0 "$GBF" info ci.gbf --json
+python3 -c 'import json; d = json.load(open("out")); assert d["kind"] == "counting", d' || fail "intersection is not a counting file"
+# No XOR of counters, no Parquet output, and B must be a counting filter of A's layout.
+expect_rc 2 "$GBF" xor ca.gbf cb.gbf -o cx.gbf
+expect_err "holds a counting filter: xor is for plain filters"
+expect_rc 2 "$GBF" merge ca.gbf cb.gbf -o cx.sbbf --format parquet-sbbf
+expect_err "saved in the gbf format only"
+expect_rc 0 "$GBF" create --capacity 1000 -o pa.gbf -q
+expect_rc 1 "$GBF" merge ca.gbf pa.gbf -o cx.gbf
+expect_err "'pa.gbf': holds a plain Bloom filter, not a counting Bloom filter"
+expect_rc 0 "$GBF" create --counting --capacity 5000 -o big.gbf -q
+expect_rc 1 "$GBF" merge ca.gbf big.gbf -o cx.gbf
+expect_err "'ca.gbf' and 'big.gbf': cannot merge counting filters of different layouts"
+[[ -e cx.gbf || -e cx.sbbf ]] && fail "a refused counting merge wrote a file"
+
 # --- errors ---------------------------------------------------------------------
 expect_rc 0 "$GBF" create --capacity 100 -o plain2.gbf
 expect_rc 1 "$GBF" remove plain2.gbf k.u64 --keys-format u64
 expect_err "holds a plain Bloom filter, which cannot forget keys"
-expect_rc 1 "$GBF" merge c.gbf c.gbf -o m.gbf
-expect_err "holds a counting Bloom filter, not a plain Bloom filter"
 expect_rc 2 "$GBF" create --counting --capacity 100 -o y.sbbf --format parquet-sbbf
 expect_err "saved in the gbf format only; write it as a gbf file (without --format parquet-sbbf), then its projection"
 expect_err "gbf project FILE.gbf -o y.sbbf --format parquet-sbbf"

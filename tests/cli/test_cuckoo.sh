@@ -32,6 +32,11 @@ expect_err "1,000 inserted"
 expect_err "0 mismatches, 0 false negatives"
 expect_rc 0 "$GBF" query c.gbf k.u64 --keys-format u64 --count --verify
 expect_out 1000
+for op in merge intersect xor; do
+  expect_rc 2 "$GBF" $op c.gbf c.gbf -o cm.gbf
+  expect_err "'c.gbf' holds a cuckoo filter, which has no $op: its tags cannot be combined without the keys"
+done
+[[ -e cm.gbf ]] && fail "a refused cuckoo merge wrote a file"
 expect_rc 0 "$GBF" query c.gbf absent.u64 --keys-format u64 --count
 hits=$(cat out)
 (( hits < 40 )) || fail "$hits of 10000 absent keys hit a 0.1% cuckoo filter"

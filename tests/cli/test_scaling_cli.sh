@@ -103,8 +103,34 @@ expect_rc 0 "$GBF" add dyn.gbf k.u64 --keys-format u64
 expect_err "each level at 0.01"
 expect_rc 0 "$GBF" info dyn.gbf
 grep -q 'no bound: tightening 1 keeps every level at 0.01' out || fail "info of a tightening-1 chain: $(cat out)"
-expect_rc 1 "$GBF" merge s.gbf s.gbf -o m.gbf
-expect_err "holds a scaling Bloom filter"
+# merge: B's keys in A's levels (both under half full here); intersect and xor
+# are refused, as is a chain whose merged level could pass its capacity.
+python3 - <<'PY'
+import struct
+open('m1.u64', 'wb').write(struct.pack('<300Q', *range(300)))
+open('m2.u64', 'wb').write(struct.pack('<300Q', *range(200, 500)))
+open('m12.u64', 'wb').write(struct.pack('<500Q', *range(500)))
+open('far.u64', 'wb').write(struct.pack('<1000Q', *range(10**9, 10**9 + 1000)))
+PY
+expect_rc 0 "$GBF" build m1.u64 --keys-format u64 --scaling --capacity 1000 -o sm1.gbf -q
+expect_rc 0 "$GBF" build m2.u64 --keys-format u64 --scaling --capacity 1000 -o sm2.gbf -q
+expect_rc 0 "$GBF" merge sm1.gbf sm2.gbf -o smu.gbf
+expect_err "wrote smu.gbf (union of 'sm1.gbf' and 'sm2.gbf'): scaling filter, 1 level, 600 keys"
+expect_rc 0 "$GBF" query smu.gbf m12.u64 --keys-format u64 --count
+expect_out 500
+expect_rc 0 "$GBF" query smu.gbf far.u64 --keys-format u64 --count
+(( $(cat out) < 40 )) || fail "$(cat out) of 1000 absent keys in a merged 1% chain"
+for op in intersect xor; do
+  expect_rc 2 "$GBF" $op sm1.gbf sm2.gbf -o smx.gbf
+  expect_err "holds a scaling filter: chains can be merged, not given to $op"
+done
+expect_rc 0 "$GBF" build m12.u64 --keys-format u64 --scaling --capacity 600 -o full1.gbf -q
+expect_rc 1 "$GBF" merge full1.gbf full1.gbf -o smx.gbf
+expect_err "may hold more keys than the level's capacity"
+expect_rc 0 "$GBF" build m1.u64 --keys-format u64 --scaling --capacity 999 -o other.gbf -q
+expect_rc 1 "$GBF" merge sm1.gbf other.gbf -o smx.gbf
+expect_err "cannot merge chains made from different configs (initial capacity 1000 vs 999)"
+[[ -e smx.gbf ]] && fail "a refused chain merge wrote a file"
 printf 'garbage' >> s.gbf
 expect_rc 1 "$GBF" query s.gbf k.u64 --keys-format u64
 [[ -s err ]] || fail "a corrupt chain file gave no error"
