@@ -79,7 +79,8 @@ double cuckoo_max_load(std::uint32_t tag_bits) {
 }
 
 double cuckoo_expected_fpr(const cuckoo_layout& l, std::uint64_t keys) {
-  if (cuckoo_layout_problem(l) != nullptr) return 0;
+  if (const char* problem = cuckoo_layout_problem(l))
+    throw invalid_argument(std::string("cuckoo_expected_fpr: invalid layout: ") + problem);
   const double load =
       std::min(1.0, static_cast<double>(keys) / static_cast<double>(l.num_slots()));
   return -std::expm1(2.0 * l.slots_per_bucket() * load *

@@ -208,7 +208,7 @@ filter_stats filter::stats() const {
   // Without a margin a filter holding exactly its capacity would read as over it
   // half the time. The margin is 3 standard errors of the estimate at capacity
   // (0.13% of such filters warn). That error is 0.01-1.2 sqrt(n) depending on
-  // layout and fill (measured and modelled, tests/test_promises.cpp), so the
+  // layout and fill (measured and modelled, tests/unit/test_promises.cpp), so the
   // former fixed 3 sqrt(n) ranged from 2.5 to 400 standard errors; at 1.1x a
   // 1000-key default-layout filter (1%) warned in 731 of 1000 trials, now 1000.
   const double capacity = static_cast<double>(capacity_);

@@ -112,9 +112,16 @@ double block_fpr(const probe_split& s, double j) {
 
 [[noreturn]] void reject(const std::string& what) { throw invalid_argument(what); }
 
+// The models below divide by num_blocks and split k over W words: an invalid
+// layout would give a number, not an error.
+void require_valid(const layout& l, const char* function) {
+  if (const char* problem = layout_problem(l)) reject(std::string(function) + ": invalid layout: " + problem);
+}
+
 }  // namespace
 
 double expected_fpr(const layout& l, double num_keys) {
+  require_valid(l, "expected_fpr");
   if (!(num_keys > 0)) return 0.0;
   if (std::isinf(num_keys)) return 1.0;  // estimate_distinct_keys of a full filter
   const probe_split s = split_probes(l);
@@ -232,6 +239,7 @@ double bits_per_key_at(const layout& l, std::uint64_t capacity) {
 }
 
 double estimate_distinct_keys(const layout& l, std::uint64_t bits_set) {
+  require_valid(l, "estimate_distinct_keys");
   const double num_bits = static_cast<double>(l.num_bits());
   if (bits_set == 0) return 0.0;
   if (static_cast<double>(bits_set) >= num_bits) return std::numeric_limits<double>::infinity();
@@ -263,6 +271,7 @@ double estimate_distinct_keys(const layout& l, std::uint64_t bits_set) {
 }
 
 double estimate_standard_error(const layout& l, double num_keys) {
+  require_valid(l, "estimate_standard_error");
   if (!(num_keys > 0)) return 0.0;
   if (std::isinf(num_keys)) return num_keys;  // a full filter's estimate is unbounded
   const probe_split s = split_probes(l);

@@ -28,12 +28,14 @@ struct options {
   /// there, whatever the caller's cudaSetDevice since; keys in another GPU's
   /// memory throw invalid_argument.
   backend where = backend::automatic;
-  cpu_simd simd = cpu_simd::automatic;  ///< CPU kernel; avx2 / avx512 throw where the CPU lacks it.
+  cpu_simd simd = cpu_simd::automatic;  ///< CPU kernel; avx2 / avx512 throw invalid_argument where the CPU lacks it.
   unsigned cpu_threads = 0;             ///< CPU worker threads, 0 = all hardware threads.
   /// CPU arrays of 2 MiB or more in transparent huge pages (fewer TLB misses:
   /// ~1.2x on big filters; creation may take longer while the kernel compacts memory).
   bool cpu_huge_pages = true;
-  std::size_t gpu_chunk_keys = 0;       ///< Keys per pinned staging chunk for host batches, 0 = 4 Mi.
+  /// Keys per pinned staging chunk for host batches, 0 = 4 Mi; more than 2^30 throws
+  /// invalid_argument when a GPU filter is made.
+  std::size_t gpu_chunk_keys = 0;
   unsigned gpu_streams = 0;             ///< Streams overlapping copy/kernel/copy, 0 = 3.
 };
 

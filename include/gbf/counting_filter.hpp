@@ -23,9 +23,10 @@
 // negatives. A saturated counter (at 2^c - 1) never changes again, so
 // overflow never causes a false negative.
 //
-// Keys, memory spaces, streams, `_async` calls and thread safety are as for
-// gbf::filter (gbf/filter.hpp): 32/64-bit integers or Arrow strings, host or
-// device pointers, results in the keys' memory space, one host thread per filter.
+// Keys, memory spaces, streams, `_async` calls, the errors of the calls that
+// make a filter, and thread safety are as for gbf::filter (gbf/filter.hpp):
+// 32/64-bit integers or Arrow strings, host or device pointers, results in the
+// keys' memory space, one host thread per filter.
 #pragma once
 
 #include <cstddef>
@@ -95,8 +96,8 @@ class counting_filter {
                                        std::uint64_t capacity = 0, std::uint64_t keys_added = 0,
                                        std::uint64_t keys_removed = 0);
 
-  /// Moves; the moved-from object may then only be assigned to or destroyed (any other
-  /// call throws invalid_argument).
+  /// Moves; the moved-from object may then only be assigned to or destroyed (any call
+  /// that needs its bits throws invalid_argument; the noexcept accessors return stale values).
   counting_filter(counting_filter&&) noexcept;
   counting_filter& operator=(counting_filter&&) noexcept;
   counting_filter(const counting_filter&) = delete;
@@ -363,7 +364,8 @@ struct counting_file_metadata {
   std::uint64_t keys_removed = 0;  ///< stats().keys_removed when saved.
 };
 
-/// `f` in the gbf container (header, counters, checksum); `fpp` (0 = unknown) is recorded.
+/// `f` in the gbf container (header, counters, checksum); `fpp` (0 = unknown) is recorded;
+/// invalid_argument for an fpp neither 0 nor in (0, 1) (so for serialize_into and save).
 std::vector<std::uint8_t> serialize(const counting_filter& f, double fpp = 0);
 /// Bytes serialize(f) makes.
 std::uint64_t serialized_size(const counting_filter& f);

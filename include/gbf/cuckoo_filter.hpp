@@ -30,7 +30,8 @@
 // makes the table a function of the table before the call and the batch's
 // keys, identical on CPU and GPU (see cuckoo_placement).
 //
-// A filter object is not thread-safe: drive one filter from one host thread.
+// The calls that make a filter throw as gbf::filter's do (gbf/filter.hpp). A
+// filter object is not thread-safe: drive one filter from one host thread.
 #pragma once
 
 #include <cstddef>
@@ -62,7 +63,7 @@ double cuckoo_max_load(std::uint32_t tag_bits);
 
 /// Expected false-positive rate of table `l` holding `keys` tags:
 /// 1 - (1 - 1 / (2^f - 1))^(2 * slots * load), the chance that one of the
-/// tags in an absent key's two buckets equals its tag.
+/// tags in an absent key's two buckets equals its tag; invalid_argument for an invalid `l`.
 double cuckoo_expected_fpr(const cuckoo_layout& l, std::uint64_t keys);
 
 /// The smallest table for `capacity` keys at false-positive rate `fpp`: per tag
@@ -71,7 +72,7 @@ double cuckoo_expected_fpr(const cuckoo_layout& l, std::uint64_t keys);
 /// for capacity 0, fpp outside (0, 1), a bad shape, or more than 2^32 - 1 buckets.
 cuckoo_layout cuckoo_size_for(std::uint64_t capacity, double fpp, const cuckoo_shape& s = {});
 
-/// Bits of table per key when `keys` keys are stored.
+/// Bits of table per key when `keys` keys are stored; 0 for 0 keys.
 double cuckoo_bits_per_key(const cuckoo_layout& l, std::uint64_t keys);
 
 /// One line describing `l`, e.g. "16-bit tags, 16 slots/bucket, seed 0, 4096 buckets (128.0 KiB)".
@@ -168,8 +169,8 @@ class cuckoo_filter {
                                   std::uint32_t max_kicks = cuckoo_default_max_kicks,
                                   const cuckoo_totals& totals = {});
 
-  /// Moves; the moved-from object may then only be assigned to or destroyed (any other
-  /// call throws invalid_argument).
+  /// Moves; the moved-from object may then only be assigned to or destroyed (any call
+  /// that needs its bits throws invalid_argument; the noexcept accessors return stale values).
   cuckoo_filter(cuckoo_filter&&) noexcept;
   cuckoo_filter& operator=(cuckoo_filter&&) noexcept;
   cuckoo_filter(const cuckoo_filter&) = delete;
@@ -410,7 +411,8 @@ struct cuckoo_file_metadata {
   cuckoo_totals totals;
 };
 
-/// `f` in the gbf container (header, words, checksum); `fpp` (0 = unknown) is recorded.
+/// `f` in the gbf container (header, words, checksum); `fpp` (0 = unknown) is recorded;
+/// invalid_argument for an fpp neither 0 nor in (0, 1) (so for serialize_into and save).
 std::vector<std::uint8_t> serialize(const cuckoo_filter& f, double fpp = 0);
 /// Bytes serialize(f) makes.
 std::uint64_t serialized_size(const cuckoo_filter& f);

@@ -19,14 +19,14 @@
 // Partial-key cuckoo hashing: the alternate depends only on the bucket and
 // the tag, so a tag can move between its two buckets without its key. The
 // classic rule, alternate = b XOR hash(t), needs a power-of-two bucket count
-// (XOR of two indices below n can reach past n otherwise); t -> c - t mod n is
+// (XOR of two indices below n can reach past n otherwise); b -> c - b mod n is
 // an involution for every n (c - (c - b) = b), so the alternate's alternate is
 // always the original and the table can have exactly the buckets sizing asks
 // for. For a given tag, b -> alternate(b, t) is a bijection of the buckets; a
 // key whose two buckets coincide (2b = c mod n, probability about 1/n) simply
 // has one bucket.
 //
-// Eviction (cuckoo_path below). When both buckets are full, an insert looks
+// Eviction (cuckoo_find_chain below). When both buckets are full, an insert looks
 // for a chain of at most max_kicks moves ending in a bucket with a free slot:
 // at each level it tries up to cuckoo_lookahead victims, moving the first
 // whose alternate bucket has room, else descends into one of them. The chain

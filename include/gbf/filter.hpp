@@ -19,6 +19,11 @@
 // synchronizing, like CUB. A CPU filter ignores the stream of a synchronous
 // call and refuses `_async` calls (wrong_backend).
 //
+// Errors of every call that makes a filter (the factories, constructors,
+// copy_to, load, deserialize): invalid_argument for a bad layout or option (a
+// cpu_simd the CPU lacks, a null words pointer), no_gpu for backend::gpu where
+// no GPU is usable, allocation_error when the bits cannot be allocated.
+//
 // A filter object is not thread-safe: drive one filter from one host thread.
 #pragma once
 
@@ -83,8 +88,8 @@ class filter {
                            const options& opts = {}, std::uint64_t capacity = 0,
                            std::uint64_t keys_added = 0);
 
-  /// Moves; the moved-from object may then only be assigned to or destroyed (any other
-  /// call throws invalid_argument).
+  /// Moves; the moved-from object may then only be assigned to or destroyed (any call
+  /// that needs its bits throws invalid_argument; the noexcept accessors return stale values).
   filter(filter&&) noexcept;
   filter& operator=(filter&&) noexcept;
   filter(const filter&) = delete;

@@ -4,7 +4,7 @@
 // split-block Bloom filter mandates). It is written from the specification
 // (doc/xxhash_spec.md upstream): 4 lanes of 8 bytes over 32-byte stripes, a
 // merge of the lanes, then the tail in 8/4/1-byte steps and an avalanche.
-// tests/test_hash.cpp checks it against libxxhash (Debian's libxxhash-dev).
+// tests/unit/test_hash.cpp checks it against libxxhash (Debian's libxxhash-dev).
 //
 // Integer keys hash their little-endian bytes: xxh64_u64(v) == xxh64(&v, 8)
 // on a little-endian machine, but the fixed-size overloads skip the loops and

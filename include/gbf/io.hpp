@@ -48,21 +48,25 @@ file_kind read_file_kind(const std::string& path);
 /// "plain Bloom", "counting Bloom", "scaling Bloom" or "cuckoo".
 std::string to_string(file_kind kind);
 
-/// `f` in the gbf native format (header, words, checksum); `fpp` (0 = unknown) is recorded.
+/// `f` in the gbf native format (header, words, checksum); `fpp` (0 = unknown) is recorded;
+/// invalid_argument for an fpp neither 0 nor in (0, 1).
 std::vector<std::uint8_t> serialize(const filter& f, double fpp = 0);
 /// Bytes serialize(f) makes.
 std::uint64_t serialized_size(const filter& f);
 /// serialize(f, fpp) written into `out`, a caller's buffer of exactly serialized_size(f)
-/// bytes (no vector made and copied); invalid_argument for another size or a null `out`.
+/// bytes (no vector made and copied); invalid_argument for another size, a null `out` or
+/// an fpp neither 0 nor in (0, 1).
 void serialize_into(const filter& f, std::uint8_t* out, std::size_t size, double fpp = 0);
 /// Parses `size` bytes of the native format; throws format_error (invalid_argument for a null
 /// `data` with `size` > 0); fills `metadata` if non-null.
 filter deserialize(const std::uint8_t* data, std::size_t size, const options& opts = {},
                    file_metadata* metadata = nullptr);
 
-/// Writes `f` to `path` atomically (temp file in the same directory, fsync, rename); io_error.
+/// Writes `f` to `path` atomically (temp file in the same directory, fsync, rename); io_error,
+/// invalid_argument for an fpp neither 0 nor in (0, 1) (nothing is written).
 void save(const filter& f, const std::string& path, double fpp = 0);
-/// Reads and verifies the file at `path`, streaming the payload; format_error, io_error.
+/// Reads and verifies the file at `path`, streaming the payload; format_error, io_error,
+/// allocation_error (the filter is made before its words are read), no_gpu for opts.where gpu.
 filter load(const std::string& path, const options& opts = {},
             file_metadata* metadata = nullptr);
 /// The header of the file at `path` plus a file-size check, without reading the

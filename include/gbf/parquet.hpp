@@ -152,7 +152,7 @@ class pruner {
 
   /// Row groups over all files.
   std::size_t num_row_groups() const;
-  /// Row group `g` (0 <= g < num_row_groups()).
+  /// Row group `g`; invalid_argument unless 0 <= g < num_row_groups().
   const row_group_ref& row_group(std::size_t g) const;
   /// The files, in the order given.
   const std::vector<std::string>& files() const;

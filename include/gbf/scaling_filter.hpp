@@ -26,7 +26,8 @@
 // and probed in every level with the same bit masks; contains, count and
 // select probe all levels in one pass (one kernel launch on the GPU).
 //
-// Keys, memory spaces, streams and nulls are as for gbf::filter (gbf/filter.hpp).
+// Keys, memory spaces, streams, nulls and the errors of the calls that make a
+// filter are as for gbf::filter (gbf/filter.hpp).
 // add and add_new are synchronous (opening a level allocates memory and needs
 // the count of new keys on the host); contains, count and select also come as
 // stream-ordered _async calls on the GPU. A chain is not thread-safe: drive one
@@ -125,8 +126,8 @@ class scaling_filter {
                                     const std::vector<const std::uint32_t*>& words,
                                     const options& opts = {});
 
-  /// Moves; the moved-from object may then only be assigned to or destroyed (any other
-  /// call throws invalid_argument).
+  /// Moves; the moved-from object may then only be assigned to or destroyed (any call
+  /// that needs its bits throws invalid_argument; the noexcept accessors return stale values).
   scaling_filter(scaling_filter&&) noexcept;
   scaling_filter& operator=(scaling_filter&&) noexcept;
   scaling_filter(const scaling_filter&) = delete;

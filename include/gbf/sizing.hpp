@@ -17,7 +17,7 @@
 // 80% (1/32 at fpp 1%; 2-6% for 1/4, 2/6, 4/8, 8/16; docs/layout.md).
 // This is the standard blocked-filter analysis (Putze, Sanders, Singler 2007,
 // "Cache-, Hash- and Space-Efficient Bloom Filters"), specialised to words,
-// and the real probe bits follow it (tests/test_promises.cpp measures every
+// and the real probe bits follow it (tests/unit/test_promises.cpp measures every
 // (W, k) class).
 #pragma once
 
@@ -35,7 +35,8 @@ struct shape {
 };
 
 /// Expected FPR of `l` holding `num_keys` distinct keys (exact Poisson model above):
-/// in [0, 1]; 0 for num_keys <= 0 or NaN, 1 for +infinity (a full filter's estimate).
+/// in [0, 1]; 0 for num_keys <= 0 or NaN, 1 for +infinity (a full filter's estimate);
+/// invalid_argument for an invalid `l` (layout_problem), as for the two estimates below.
 double expected_fpr(const layout& l, double num_keys);
 
 /// Smallest layout of shape `s` whose expected FPR at `capacity` keys is <= `fpp`.

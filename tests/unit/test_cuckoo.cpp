@@ -317,6 +317,15 @@ TEST(CuckooFpr, SixteenBitTagsAtEightyPercentLoadPredictUnderFourHundredthsOfAPe
   EXPECT_GT(fpr, 0.00038);
 }
 
+TEST(CuckooFpr, AnInvalidTableIsRefusedRatherThanGivenFprZero) {
+  gbf::cuckoo_layout twelve_bit_tags = table_of(16, 1000);
+  twelve_bit_tags.tag_bits = 12;
+  EXPECT_THROW(cuckoo_expected_fpr(twelve_bit_tags, 100), gbf::invalid_argument);
+  gbf::cuckoo_layout no_buckets = table_of(16, 1000);
+  no_buckets.num_buckets = 0;
+  EXPECT_THROW(cuckoo_expected_fpr(no_buckets, 100), gbf::invalid_argument);
+}
+
 TEST(CuckooFpr, ThirtyTwoBitTagsGiveNoFalsePositiveInAMillionProbes) {
   // Predicted about 3.5e-9 at 95% load: 0.0035 expected hits.
   cuckoo_filter f(table_of(32, 1 << 12), on_cpu());

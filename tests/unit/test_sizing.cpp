@@ -165,6 +165,29 @@ TEST(Sizing, RejectsImpossibleRequestsWithNamedErrors) {
   EXPECT_THROW(gbf::bits_per_key_at(gbf::layout{}, 0), gbf::invalid_argument);
 }
 
+TEST(Sizing, ModelsRefuseAnInvalidLayoutRatherThanReturnANumber) {
+  // W = 3 gave an FPR of 0.023 and 0 blocks an estimate of infinity.
+  const auto message = [](auto&& call) -> std::string {
+    try {
+      call();
+    } catch (const gbf::invalid_argument& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  gbf::layout odd_width{3, 8, 0, 1024};
+  gbf::layout no_blocks{8, 8, 0, 0};
+  gbf::layout few_bits{8, 4, 0, 1024};
+  for (const gbf::layout& l : {odd_width, no_blocks, few_bits}) {
+    const std::string problem = gbf::layout_problem(l);
+    EXPECT_EQ(message([&] { gbf::expected_fpr(l, 100); }), "expected_fpr: invalid layout: " + problem);
+    EXPECT_EQ(message([&] { gbf::estimate_distinct_keys(l, 100); }),
+              "estimate_distinct_keys: invalid layout: " + problem);
+    EXPECT_EQ(message([&] { gbf::estimate_standard_error(l, 100); }),
+              "estimate_standard_error: invalid layout: " + problem);
+  }
+}
+
 TEST(Sizing, DistinctKeyEstimateInvertsTheExpectedFill) {
   for (const gbf::shape& s : all_shapes) {
     gbf::layout l;
