@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "gbf/error.hpp"
@@ -117,8 +118,12 @@ std::string json_string(const std::string& s) {
 
 std::string json_number(double x) {
   if (!std::isfinite(x)) return "null";
+  // The fewest digits that read back as x (0.95, not 0.94999999999999996); 17 always do.
   char text[32];
-  std::snprintf(text, sizeof text, "%.17g", x);
+  for (int digits = 15; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, x);
+    if (std::strtod(text, nullptr) == x) break;
+  }
   return text;
 }
 

@@ -31,8 +31,8 @@ void check_stdout();
 /// and each byte that is not part of well-formed UTF-8 replaced by U+FFFD.
 std::string json_string(const std::string& s);
 
-/// `x` as a JSON number with 17 significant digits (it reads back as the same
-/// double), or `null` when it is infinite or NaN, which JSON cannot write.
+/// `x` as a JSON number in the fewest of 15-17 significant digits that read back
+/// as the same double, or `null` when it is infinite or NaN, which JSON cannot write.
 std::string json_number(double x);
 
 /// A value a file may not record (a filter's capacity or target fpp, where 0

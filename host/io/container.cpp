@@ -105,7 +105,7 @@ void container_writer::finish() {
 std::string wrong_kind_message(filter_kind found, filter_kind expected) {
   return "holds a " + kind_name(static_cast<std::uint32_t>(found)) + " filter, not a " +
          kind_name(static_cast<std::uint32_t>(expected)) +
-         " filter (gbf info describes any gbf file)";
+         " filter: load it as what it is (`gbf info FILE` names the kind of any gbf file)";
 }
 
 container_reader::container_reader(byte_source& in, filter_kind expected) : in_(in) {

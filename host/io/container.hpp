@@ -156,7 +156,7 @@ class container_reader {
 filter_kind peek_kind(const std::uint8_t* first_bytes, std::size_t size, const byte_source& in);
 
 /// The format_error sentence for a file of kind `found` read as `expected`,
-/// e.g. "holds a counting Bloom filter, not a plain Bloom filter (gbf info describes any gbf file)".
+/// e.g. "holds a counting Bloom filter, not a plain Bloom filter: load it as what it is (...)".
 std::string wrong_kind_message(filter_kind found, filter_kind expected);
 
 }  // namespace gbf::detail

@@ -222,8 +222,8 @@ column_filter_set read_column_filters(const random_access& file, const std::stri
                    std::to_string(meta.row_groups.size()) + " row groups (" +
                    row_group_list(missing) + ")") +
         " (writers store filters only where asked or, like DuckDB, for dictionary-encoded "
-        "chunks); read_options::allow_missing (gbf parquet --allow-missing) keeps such row "
-        "groups, unpruned");
+        "chunks); allowing missing filters (--allow-missing, allow_missing=True in Python, "
+        "read_options::allow_missing in C++) keeps such row groups, unpruned");
   }
   return set;
 }
