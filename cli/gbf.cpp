@@ -373,9 +373,12 @@ int main(int argc, char** argv) {
   combine_args intersect;
   combine_args symmetric_difference;
   for (auto [name, args, run, help] :
-       {std::tuple{"merge", &merge, &run_merge, "Union of two filters of the same layout (bitwise OR; counting filters: counters added; scaling filters: the chains merged level by level)"},
+       {std::tuple{"merge", &merge, &run_merge,
+                   "Union of two filters of the same layout (bitwise OR; counting filters: counters "
+                   "added; scaling filters: the chains merged level by level)"},
         std::tuple{"intersect", &intersect, &run_intersect,
-                   "Intersection of two filters of the same layout (bitwise AND; counting filters: the smaller of each counter)"},
+                   "Intersection of two filters of the same layout (bitwise AND; counting filters: the "
+                   "smaller of each counter)"},
         std::tuple{"xor", &symmetric_difference, &run_xor,
                    "Bits set in exactly one of two filters of the same layout (bitwise XOR; Hadoop's xor): "
                    "the delta between two versions of a filter, which xor applies back"}}) {
