@@ -356,9 +356,12 @@ int combine(const combine_args& args, combine_op op) {
                         name + " (its levels would lose their capacities and FPR bounds)");
     return run_scaling_merge(args);
   }
-  if (is_cuckoo_file(args.a))
-    throw usage_error("'" + args.a.path + "' holds a cuckoo filter, which has no " + name +
-                      ": its tags cannot be combined without the keys (add B's keys to A instead)");
+  if (is_cuckoo_file(args.a)) {
+    if (op != combine_op::merge)
+      throw usage_error("'" + args.a.path + "' holds a cuckoo filter: cuckoo filters can be merged, not given to " +
+                        name);
+    return run_cuckoo_merge(args);
+  }
   file_metadata meta_a;
   file_metadata meta_b;
   filter a = load_filter(args.a, args.run, meta_a);

@@ -240,6 +240,29 @@ int run_cuckoo_remove(const add_args& args, bool strict) {
   return 0;
 }
 
+int run_cuckoo_merge(const combine_args& args) {
+  require_gbf_format(args.output);
+  cuckoo_file_metadata meta_a;
+  cuckoo_file_metadata meta_b;
+  cuckoo_filter a = load_cuckoo_file(args.a, args.run, meta_a);
+  const cuckoo_filter b = load_cuckoo_file(args.b, args.run, meta_b);
+  try {
+    a.merge(b);
+  } catch (const layout_mismatch& e) {
+    throw layout_mismatch("'" + args.a.path + "' and '" + args.b.path + "': " + e.what());
+  } catch (const filter_full& e) {
+    throw filter_full("'" + args.a.path + "' and '" + args.b.path + "': " + e.what(), e.not_inserted(), e.fits());
+  }
+  save(a, args.output.path, meta_a.fpp);
+  const cuckoo_stats s = a.stats();
+  if (!args.run.quiet)
+    std::fprintf(stderr, "gbf: wrote %s (union of the cuckoo filters '%s' and '%s': %s tags, load %s)\n",
+                 args.output.path.c_str(), args.a.path.c_str(), args.b.path.c_str(),
+                 with_commas(s.occupied_slots).c_str(), percent(s.load_factor).c_str());
+  warn_if_over_load(a, args.output.path);
+  return 0;
+}
+
 int run_cuckoo_query(const query_args& args) {
   cuckoo_file_metadata meta;
   const cuckoo_filter f = load_cuckoo_file(args.target, args.run, meta);

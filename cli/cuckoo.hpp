@@ -49,6 +49,9 @@ int run_cuckoo_add(const add_args& args, bool unique);
 int run_cuckoo_remove(const add_args& args, bool strict);
 /// query a cuckoo file (the caller holds the --out lock).
 int run_cuckoo_query(const query_args& args);
+/// `gbf merge A B -o C` of two cuckoo files (the caller holds the output's lock):
+/// B's tags inserted into A's table (cuckoo_filter::merge), in the gbf format.
+int run_cuckoo_merge(const combine_args& args);
 /// info of a cuckoo file.
 int run_cuckoo_info(const info_args& args);
 

@@ -265,6 +265,58 @@ std::uint64_t cuckoo_filter::verify_keys(const key_batch& keys, const bool* foun
 
 void cuckoo_filter::clear() { impl().clear(); }
 
+void cuckoo_filter::merge(const cuckoo_filter& other) {
+  detail::cuckoo_backend& mine = impl();
+  const detail::cuckoo_backend& theirs = other.impl();
+  if (other.layout_ != layout_)
+    throw layout_mismatch("cannot merge cuckoo filters of different layouts: " + to_string(layout_) + " vs " +
+                          to_string(other.layout_));
+  // Both tables come to the host and the other's tags go in with the insert a CPU
+  // thread runs (cuckoo_insert_exclusive), bucket by bucket and slot by slot: the
+  // table is a function of the two inputs wherever they live. Nothing is written
+  // back unless every tag found a slot.
+  const std::uint64_t num_buckets = layout_.num_buckets;
+  std::vector<std::uint64_t> table(num_buckets * cuckoo_bucket_words);
+  std::vector<std::uint64_t> incoming(table.size());
+  mine.read_words(reinterpret_cast<std::uint32_t*>(table.data()));
+  theirs.read_words(reinterpret_cast<std::uint32_t*>(incoming.data()));
+  cuckoo_totals merged = mine.totals();
+  const cuckoo_totals added = theirs.totals();
+  std::vector<cuckoo_move> chain(max_kicks_);
+  std::uint64_t tags = 0, failed = 0, moves = 0;
+  dispatch_tag_bits(layout_.tag_bits, [&](auto bits) {
+    constexpr std::uint32_t tag_bits = decltype(bits)::value;
+    using bucket_ops = cuckoo_bucket<tag_bits>;
+    for (std::uint64_t b = 0; b < num_buckets; ++b) {
+      const std::uint64_t* bucket = incoming.data() + b * cuckoo_bucket_words;
+      for (std::uint32_t s = 0; s < bucket_ops::slots; ++s) {
+        const std::uint32_t tag = bucket_ops::tag_at(bucket, s);
+        if (tag == 0) continue;
+        ++tags;
+        // b is the key's primary bucket or its alternate; either way the pair is
+        // {b, alternate(b, tag)}, the two buckets contains looks in.
+        const std::uint32_t placed = cuckoo_insert_exclusive<tag_bits>(
+            table.data(), num_buckets, b, cuckoo_alternate(b, tag, num_buckets), tag, max_kicks_, chain.data());
+        if (placed == 0)
+          ++failed;
+        else
+          moves += placed - 1;
+      }
+    }
+  });
+  if (failed > 0)
+    throw filter_full("merge: " + std::to_string(failed) + " of the other cuckoo filter's " + std::to_string(tags) +
+                          " tags found no free slot within " + std::to_string(max_kicks_) +
+                          " moves; this filter is unchanged (a larger filter, created with a higher "
+                          "capacity, holds the keys of both)",
+                      failed, 0);
+  mine.write_words(0, layout_.num_words(), reinterpret_cast<const std::uint32_t*>(table.data()));
+  merged.keys_added += added.keys_added;
+  merged.keys_removed += added.keys_removed;
+  merged.evictions += moves;
+  mine.set_totals(merged);
+}
+
 cuckoo_totals cuckoo_filter::totals() const { return impl().totals(); }
 
 cuckoo_stats cuckoo_filter::stats() const {

@@ -362,6 +362,13 @@ class cuckoo_filter {
 
   /// Empties the table (keeps layout, capacity and max_kicks; zeroes the counters).
   void clear();
+  /// this += other: every tag of `other` inserted into this table, so this holds both
+  /// filters' keys (a multiset union: a key in both is held twice). A key's two buckets
+  /// and its tag depend only on the key and the layout, so a tag moves between equal
+  /// layouts without its key. Deterministic (the same table on CPU and GPU); the key
+  /// counts add up. Throws layout_mismatch when the layouts differ, and filter_full,
+  /// changing nothing, when some tag finds no slot within max_kicks moves.
+  void merge(const cuckoo_filter& other);
   /// Occupancy, expected FPR and the counters (CF.INFO).
   cuckoo_stats stats() const;
   /// The counters alone.

@@ -589,6 +589,11 @@ void bind_cuckoo(nb::module_& m) {
   }, "keys"_a.none(), "CF.COUNT: copies[i] (uint8) = copies of key i's tag in its two buckets, an upper bound on its adds minus removes.");
   cls.def("clear", [](self_t& self) { locked(self, [&] { self.f.clear(); }); },
           "Empties the table (keeps layout, capacity and max_kicks; zeroes the totals).");
+  cls.def("merge", [](self_t& self, self_t& other) {
+    with_both_locked(self, other, [&] { self.f.merge(other.f); });
+  }, "other"_a, "self += other: other's tags inserted into this table (a multiset union; key counts add up); "
+                "gbf.LayoutMismatch when the layouts differ, gbf.FilterFull (nothing changed) when some tag "
+                "finds no slot.");
   cls.def("_stats", [](self_t& self) {
     const cuckoo_stats s = locked(self, [&] { return self.f.stats(); });
     return nb::make_tuple(s.occupied_slots, s.num_slots, s.load_factor, s.max_load,

@@ -122,13 +122,14 @@ def test_what_a_file_does_not_record_is_none_in_python_and_null_in_info_json(run
     assert info["capacity"] == chain.stats().capacity == 1_000
 
 
-def test_cli_merge_of_counting_and_scaling_files_equals_python_merge(run_cli, tmp_path, rng):
+def test_cli_merge_of_counting_scaling_and_cuckoo_files_equals_python_merge(run_cli, tmp_path, rng):
     a_keys = rng.integers(0, 2**64 - 1, size=3_000, dtype=np.uint64)
     b_keys = np.concatenate([a_keys[:1_000], rng.integers(0, 2**64 - 1, size=2_000, dtype=np.uint64)])
     a_keys.tofile(tmp_path / "a.u64")
     b_keys.tofile(tmp_path / "b.u64")
     for kind, make in (("--counting", lambda: gbf.CountingFilter(10_000, 0.01, backend="cpu")),
-                       ("--scaling", lambda: gbf.ScalingFilter(10_000, 0.01, backend="cpu"))):
+                       ("--scaling", lambda: gbf.ScalingFilter(10_000, 0.01, backend="cpu")),
+                       ("--cuckoo", lambda: gbf.CuckooFilter(10_000, 0.01, backend="cpu"))):
         a, b = make(), make()
         a.add(a_keys)
         b.add(b_keys)
@@ -142,11 +143,14 @@ def test_cli_merge_of_counting_and_scaling_files_equals_python_merge(run_cli, tm
             got = type(a).load(tmp_path / "c.gbf")
             if kind == "--counting":
                 assert np.array_equal(got.counters(), expected.counters()), op
+            elif kind == "--cuckoo":
+                assert np.array_equal(got.words(), expected.words())
+                assert got.approximate_count(b_keys[:1_000]).min() >= 2  # held by both
             else:
                 assert got.stats().num_levels == expected.stats().num_levels
                 assert all(np.array_equal(got.level_words(i), expected.level_words(i))
                            for i in range(got.stats().num_levels))
-            count = "keys_added" if kind == "--counting" else "keys_inserted"
+            count = "keys_inserted" if kind == "--scaling" else "keys_added"
             assert getattr(got.stats(), count) == getattr(expected.stats(), count), (kind, op)
             assert np.array_equal(got.contains(b_keys), expected.contains(b_keys)), (kind, op)
 

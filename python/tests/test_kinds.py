@@ -527,3 +527,21 @@ def test_counting_intersect_keeps_the_keys_counted_in_both(rng):
     assert s.keys_added == 2_000 and s.keys_removed == 0  # the smaller count of keys held
     with pytest.raises(gbf.LayoutMismatch):
         both.intersect(gbf.CountingFilter(4_000, 0.001, backend="cpu", counter_bits=8))
+
+
+def test_cuckoo_merge_holds_both_multisets_or_changes_nothing():
+    a, b = gbf.CuckooFilter(3_000, 0.01, backend="cpu"), gbf.CuckooFilter(3_000, 0.01, backend="cpu")
+    a_keys, b_keys = np.arange(0, 1_200, dtype=np.uint64), np.arange(600, 1_800, dtype=np.uint64)
+    a.add(a_keys)
+    b.add(b_keys)
+    merged = a.copy()
+    merged.merge(b)
+    assert merged.contains(np.arange(1_800, dtype=np.uint64)).all()
+    assert (merged.approximate_count(np.arange(600, 1_200, dtype=np.uint64)) >= 2).all()
+    assert merged.stats().keys_added == 2_400
+    before = merged.words()
+    with pytest.raises(gbf.FilterFull, match="this filter is unchanged"):
+        merged.merge(merged.copy())  # 4,800 tags do not fit a table for 3,000
+    assert np.array_equal(merged.words(), before)
+    with pytest.raises(gbf.LayoutMismatch, match="different layouts"):
+        a.merge(gbf.CuckooFilter(20_000, 0.01, backend="cpu"))

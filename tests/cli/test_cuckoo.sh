@@ -32,11 +32,33 @@ expect_err "1,000 inserted"
 expect_err "0 mismatches, 0 false negatives"
 expect_rc 0 "$GBF" query c.gbf k.u64 --keys-format u64 --count --verify
 expect_out 1000
-for op in merge intersect xor; do
-  expect_rc 2 "$GBF" $op c.gbf c.gbf -o cm.gbf
-  expect_err "'c.gbf' holds a cuckoo filter, which has no $op: its tags cannot be combined without the keys"
+# merge: B's tags inserted into A's table (the keys of both, repeats held twice).
+expect_rc 0 "$GBF" create --cuckoo --capacity 2000 --fpp 0.001 -o cb.gbf -q
+expect_rc 0 "$GBF" add cb.gbf next600.u64 --keys-format u64 -q
+expect_rc 0 "$GBF" merge c.gbf cb.gbf -o cm.gbf
+expect_err "wrote cm.gbf (union of the cuckoo filters 'c.gbf' and 'cb.gbf': 1,600 tags"
+expect_rc 0 "$GBF" query cm.gbf k.u64 --keys-format u64 --count
+expect_out 1000
+expect_rc 0 "$GBF" info cm.gbf --json
+python3 -c 'import json; d = json.load(open("out")); assert d["keys_added"] == 1600 and d["occupied_slots"] == 1600, d' ||
+  fail "merged cuckoo info: $(cat out)"
+# The keys held twice come out twice.
+expect_rc 0 "$GBF" remove cm.gbf next600.u64 --keys-format u64
+expect_out "600 keys removed, 0 refused (not present)"
+expect_rc 0 "$GBF" query cm.gbf k.u64 --keys-format u64 --count
+expect_out 1000
+for op in intersect xor; do
+  expect_rc 2 "$GBF" $op c.gbf cb.gbf -o cx.gbf
+  expect_err "'c.gbf' holds a cuckoo filter: cuckoo filters can be merged, not given to $op"
 done
-[[ -e cm.gbf ]] && fail "a refused cuckoo merge wrote a file"
+# A merge past the table's room changes nothing; another layout is refused.
+expect_rc 0 "$GBF" merge cm.gbf cm.gbf -o full.gbf -q
+expect_rc 1 "$GBF" merge full.gbf full.gbf -o cy.gbf
+expect_err "tags found no free slot within 20 moves; this filter is unchanged"
+expect_rc 0 "$GBF" create --cuckoo --capacity 100 -o tiny.gbf -q
+expect_rc 1 "$GBF" merge c.gbf tiny.gbf -o cy.gbf
+expect_err "cannot merge cuckoo filters of different layouts"
+[[ -e cy.gbf ]] && fail "a refused cuckoo merge wrote a file"
 expect_rc 0 "$GBF" query c.gbf absent.u64 --keys-format u64 --count
 hits=$(cat out)
 (( hits < 40 )) || fail "$hits of 10000 absent keys hit a 0.1% cuckoo filter"

@@ -1,7 +1,7 @@
 // The cuckoo filter on the CPU (gbf/cuckoo_filter.hpp): the table math, the
 // probes, sequences of adds and removes against an exact multiset model, the
 // measured FPR against the prediction, inserts up to the advertised load,
-// full filters, deterministic placement, unique adds, string keys, sizing.
+// full filters, deterministic placement, unique adds, string keys, merges, sizing.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -685,6 +685,88 @@ TEST(CuckooKeys, CopyToAndClearKeepWhatTheySay) {
   EXPECT_EQ(f.stats().occupied_slots, 0u);
   EXPECT_EQ(f.stats().keys_added, 0u);
   EXPECT_EQ(f.count(keys.data(), keys.size()), 0u);
+}
+
+TEST(CuckooMerge, AMergedTableHoldsBothMultisetsForEveryTagWidth) {
+  std::mt19937_64 rng(11);
+  for (const std::uint32_t tag_bits : tag_widths) {
+    for (int trial = 0; trial < 6; ++trial) {
+      const std::uint64_t buckets = 50 + rng() % 400;
+      const cuckoo_layout l = table_of(tag_bits, buckets, rng());
+      // Up to 40% load each, overlapping: keys of both, and repeats of some.
+      const std::size_t room = l.num_slots() * 2 / 5;
+      const auto a_keys = distinct_keys(room, trial * 1'000'000);
+      auto b_keys = distinct_keys(room, trial * 1'000'000 + room / 2);
+      b_keys.insert(b_keys.end(), b_keys.begin(), b_keys.begin() + room / 10);
+      cuckoo_filter a(l, on_cpu(), 0);
+      cuckoo_filter b(l, on_cpu(), 0);
+      a.add(a_keys.data(), a_keys.size());
+      b.add(b_keys.data(), b_keys.size());
+      std::map<std::uint64_t, unsigned> model;
+      for (const std::uint64_t k : a_keys) ++model[k];
+      for (const std::uint64_t k : b_keys) ++model[k];
+      cuckoo_filter merged = a.copy_to(backend::cpu);
+      merged.merge(b);
+      const cuckoo_stats s = merged.stats();
+      ASSERT_EQ(s.occupied_slots, a.stats().occupied_slots + b.stats().occupied_slots);
+      EXPECT_EQ(s.keys_added, a_keys.size() + b_keys.size());
+      for (const auto& [key, copies] : model) {
+        std::uint8_t held = 0;
+        merged.approximate_count(&key, 1, &held);
+        ASSERT_GE(held, copies) << "tag_bits " << tag_bits << " key " << key;
+      }
+      // Every copy comes out again: removing both batches empties the table.
+      EXPECT_EQ(merged.remove(a_keys.data(), a_keys.size()), a_keys.size());
+      EXPECT_EQ(merged.remove(b_keys.data(), b_keys.size()), b_keys.size());
+      EXPECT_EQ(merged.stats().occupied_slots, 0u);
+      // The same inputs give the same table.
+      cuckoo_filter again = a.copy_to(backend::cpu);
+      again.merge(b);
+      cuckoo_filter twice = a.copy_to(backend::cpu);
+      twice.merge(b);
+      EXPECT_EQ(again.words(), twice.words());
+    }
+  }
+}
+
+TEST(CuckooMerge, AMergeThatDoesNotFitChangesNothingAndOtherLayoutsAreRefused) {
+  const cuckoo_layout l = table_of(16, 64);
+  cuckoo_filter a(l, on_cpu(), 0);
+  cuckoo_filter b(l, on_cpu(), 0);
+  const auto a_keys = distinct_keys(l.num_slots() * 7 / 10, 0);
+  const auto b_keys = distinct_keys(l.num_slots() * 7 / 10, 1'000'000);
+  a.add(a_keys.data(), a_keys.size());
+  b.add(b_keys.data(), b_keys.size());
+  const std::vector<std::uint32_t> before = a.words();
+  const cuckoo_totals totals = a.totals();
+  try {
+    a.merge(b);
+    FAIL() << "140% of the slots merged";
+  } catch (const filter_full& e) {
+    EXPECT_GT(e.not_inserted(), 0u);
+    EXPECT_NE(std::string(e.what()).find("this filter is unchanged"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(a.words(), before);
+  EXPECT_EQ(a.totals().keys_added, totals.keys_added);
+  EXPECT_EQ(a.count(a_keys.data(), a_keys.size()), a_keys.size());
+
+  for (const cuckoo_layout& other : {table_of(16, 65), table_of(8, 64), table_of(16, 64, 1)}) {
+    cuckoo_filter c(other, on_cpu(), 0);
+    EXPECT_THROW(a.merge(c), layout_mismatch) << to_string(other);
+  }
+  EXPECT_EQ(a.words(), before);
+}
+
+TEST(CuckooMerge, AFilterMergedWithItselfHoldsEachKeyTwice) {
+  cuckoo_filter f(table_of(16, 200), on_cpu(), 0);
+  const auto keys = distinct_keys(600, 5);
+  f.add(keys.data(), keys.size());
+  f.merge(f);
+  EXPECT_EQ(f.stats().occupied_slots, 1200u);
+  EXPECT_EQ(f.stats().keys_added, 1200u);
+  std::vector<std::uint8_t> copies(keys.size());
+  f.approximate_count(keys.data(), keys.size(), copies.data());
+  EXPECT_TRUE(std::all_of(copies.begin(), copies.end(), [](std::uint8_t c) { return c >= 2; }));
 }
 
 // ---------------------------------------------------------------------------
