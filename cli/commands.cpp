@@ -341,22 +341,44 @@ enum class combine_op { merge, intersect, symmetric_difference };
 int combine(const combine_args& args, combine_op op) {
   refuse_output_over_inputs("-o", args.output.path, {{"input A", args.a.path}, {"input B", args.b.path}});
   const output_lock lock(args.output.path, args.run.wait);
-  // Counting filters add counters or keep the smaller; chains merge level by level.
-  // Neither has an XOR, and a chain no intersection that keeps its levels' bounds.
   const char* name = op == combine_op::merge ? "merge" : op == combine_op::intersect ? "intersect" : "xor";
-  if (is_counting_file(args.a)) {
+  // Both kinds first, so that which file comes first never changes the answer. A file
+  // that cannot be read is left to its loader, which names the problem.
+  const auto kind_of = [](const filter_file& file) -> std::optional<file_kind> {
+    if (file.format != filter_format::gbf) return file_kind::bloom;
+    try {
+      return read_file_kind(file.path);
+    } catch (const error&) {
+      return std::nullopt;
+    }
+  };
+  const std::optional<file_kind> kind_a = kind_of(args.a);
+  const std::optional<file_kind> kind_b = kind_of(args.b);
+  if (kind_a && kind_b && *kind_a != *kind_b)
+    throw invalid_argument("'" + args.a.path + "' holds a " + to_string(*kind_a) + " filter and '" + args.b.path +
+                           "' a " + to_string(*kind_b) + " filter: " + name + " takes two filters of one kind");
+  // The same file twice (a path and a link to it, say) is one filter combined with
+  // itself, as in the library and Python: A | A keeps A's count of keys, where two
+  // filters holding the same keys would add up.
+  struct stat stat_a {}, stat_b {};
+  const bool same_file = ::stat(args.a.path.c_str(), &stat_a) == 0 && ::stat(args.b.path.c_str(), &stat_b) == 0 &&
+                         stat_a.st_dev == stat_b.st_dev && stat_a.st_ino == stat_b.st_ino;
+  // Counting filters add counters or keep the smaller; chains and cuckoo tables
+  // merge. Counting filters have no XOR, chains no intersection that keeps their
+  // levels' bounds, and a cuckoo tag does not say which key it came from.
+  if (kind_a == file_kind::counting) {
     if (op == combine_op::symmetric_difference)
       throw usage_error("'" + args.a.path + "' holds a counting filter: xor is for plain filters (merge adds "
                         "counting filters' counters, intersect keeps the smaller of each)");
     return run_counting_combine(args, op == combine_op::intersect);
   }
-  if (is_scaling_file(args.a)) {
+  if (kind_a == file_kind::scaling) {
     if (op != combine_op::merge)
       throw usage_error("'" + args.a.path + "' holds a scaling filter: chains can be merged, not given to " +
                         name + " (its levels would lose their capacities and FPR bounds)");
-    return run_scaling_merge(args);
+    return run_scaling_merge(args, same_file);
   }
-  if (is_cuckoo_file(args.a)) {
+  if (kind_a == file_kind::cuckoo) {
     if (op != combine_op::merge)
       throw usage_error("'" + args.a.path + "' holds a cuckoo filter: cuckoo filters can be merged, not given to " +
                         name);
@@ -365,12 +387,6 @@ int combine(const combine_args& args, combine_op op) {
   file_metadata meta_a;
   file_metadata meta_b;
   filter a = load_filter(args.a, args.run, meta_a);
-  // The same file twice (a path and a link to it, say) is one filter combined with
-  // itself, as in the library and Python: A | A keeps A's count of keys, where two
-  // filters holding the same keys would add up.
-  struct stat stat_a {}, stat_b {};
-  const bool same_file = ::stat(args.a.path.c_str(), &stat_a) == 0 && ::stat(args.b.path.c_str(), &stat_b) == 0 &&
-                         stat_a.st_dev == stat_b.st_dev && stat_a.st_ino == stat_b.st_ino;
   std::optional<filter> other;
   if (!same_file) other.emplace(load_filter(args.b, args.run, meta_b));
   const filter& b = same_file ? a : *other;

@@ -241,7 +241,9 @@ int run_cuckoo_remove(const add_args& args, bool strict) {
 }
 
 int run_cuckoo_merge(const combine_args& args) {
-  require_gbf_format(args.output);
+  if (args.output.format != filter_format::gbf)
+    throw usage_error("'" + args.output.path + "': a merge of cuckoo filters is written in the gbf format only "
+                      "(--format gbf)");
   cuckoo_file_metadata meta_a;
   cuckoo_file_metadata meta_b;
   cuckoo_filter a = load_cuckoo_file(args.a, args.run, meta_a);

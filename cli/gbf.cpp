@@ -375,7 +375,8 @@ int main(int argc, char** argv) {
   for (auto [name, args, run, help] :
        {std::tuple{"merge", &merge, &run_merge,
                    "Union of two filters of the same layout (bitwise OR; counting filters: counters "
-                   "added; scaling filters: the chains merged level by level)"},
+                   "added; scaling filters: the chains merged level by level; cuckoo filters: B's tags "
+                   "inserted into A's table)"},
         std::tuple{"intersect", &intersect, &run_intersect,
                    "Intersection of two filters of the same layout (bitwise AND; counting filters: the "
                    "smaller of each counter)"},

@@ -2,6 +2,7 @@
 #include "cli/scaling.hpp"
 
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "cli/commands.hpp"
@@ -70,12 +71,13 @@ namespace {
 bool every_level_at_fpp(const scaling_config& c) { return c.policy.tightening == 1 && !c.policy.non_scaling; }
 }  // namespace
 
-int run_scaling_merge(const combine_args& args) {
+int run_scaling_merge(const combine_args& args, bool same_file) {
   require_gbf_format(args.output);
   scaling_filter a = load_scaling(args.a, args.run);
-  const scaling_filter b = load_scaling(args.b, args.run);
+  std::optional<scaling_filter> other;
+  if (!same_file) other.emplace(load_scaling(args.b, args.run));
   try {
-    a.merge(b);
+    a.merge(same_file ? a : *other);
   } catch (const layout_mismatch& e) {
     throw layout_mismatch("'" + args.a.path + "' and '" + args.b.path + "': " + e.what());
   } catch (const filter_full& e) {

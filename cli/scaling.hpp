@@ -43,8 +43,9 @@ void report_scaling(const scaling_filter& f, const std::string& what, const std:
                     bool quiet);
 
 /// `gbf merge` of two chains (the caller holds the output's lock): the other
-/// chain's keys in this one's levels (scaling_filter::merge), in the gbf format.
-int run_scaling_merge(const combine_args& args);
+/// chain's keys in this one's levels (scaling_filter::merge), in the gbf format;
+/// `same_file`: A and B are one file, a chain merged with itself (unchanged).
+int run_scaling_merge(const combine_args& args, bool same_file);
 
 /// `gbf info` of a chain: BF.INFO's fields and one row per level (text or JSON).
 void print_scaling_info(const filter_file& file, const scaling_filter& f, bool json);

@@ -271,49 +271,69 @@ void cuckoo_filter::merge(const cuckoo_filter& other) {
   if (other.layout_ != layout_)
     throw layout_mismatch("cannot merge cuckoo filters of different layouts: " + to_string(layout_) + " vs " +
                           to_string(other.layout_));
-  // Both tables come to the host and the other's tags go in with the insert a CPU
+  const std::uint64_t held = mine.occupied_slots();
+  const std::uint64_t incoming = theirs.occupied_slots();
+  const auto refuse = [&](const std::string& why) {
+    throw filter_full("merge: the other cuckoo filter's " + std::to_string(incoming) + " tags do not fit this one (" +
+                          std::to_string(held) + " of " + std::to_string(layout_.num_slots()) + " slots taken): " +
+                          why + "; nothing was merged (a merge needs equal layouts: a larger filter takes the keys "
+                          "of both only by adding them again)",
+                      0, 0);
+  };
+  if (held + incoming > layout_.num_slots()) refuse("more tags than slots");
+  // This table comes to the host and the other's tags go in with the insert a CPU
   // thread runs (cuckoo_insert_exclusive), bucket by bucket and slot by slot: the
-  // table is a function of the two inputs wherever they live. Nothing is written
-  // back unless every tag found a slot.
+  // table is a function of the two inputs wherever they live. The other table is
+  // read in steps from its backend, which the loop never writes (so a filter merged
+  // with itself reads its own tags as they were), and nothing is written back
+  // unless every tag found a slot.
   const std::uint64_t num_buckets = layout_.num_buckets;
-  std::vector<std::uint64_t> table(num_buckets * cuckoo_bucket_words);
-  std::vector<std::uint64_t> incoming(table.size());
+  std::vector<std::uint64_t> table;
+  std::vector<std::uint64_t> step;
+  try {
+    table.resize(num_buckets * cuckoo_bucket_words);
+    step.resize(std::min<std::uint64_t>(num_buckets, detail::staging_words / (2 * cuckoo_bucket_words)) *
+                cuckoo_bucket_words);
+  } catch (const std::bad_alloc&) {
+    throw allocation_error("merge: cannot allocate the " + detail::format_bytes(layout_.size_bytes()) +
+                               " host copy of the cuckoo table the other filter's tags go into",
+                           layout_.size_bytes());
+  }
   mine.read_words(reinterpret_cast<std::uint32_t*>(table.data()));
-  theirs.read_words(reinterpret_cast<std::uint32_t*>(incoming.data()));
   cuckoo_totals merged = mine.totals();
   const cuckoo_totals added = theirs.totals();
   std::vector<cuckoo_move> chain(max_kicks_);
-  std::uint64_t tags = 0, failed = 0, moves = 0;
+  std::uint64_t moves = 0;
+  const std::uint64_t buckets_a_step = step.size() / cuckoo_bucket_words;
   dispatch_tag_bits(layout_.tag_bits, [&](auto bits) {
     constexpr std::uint32_t tag_bits = decltype(bits)::value;
     using bucket_ops = cuckoo_bucket<tag_bits>;
-    for (std::uint64_t b = 0; b < num_buckets; ++b) {
-      const std::uint64_t* bucket = incoming.data() + b * cuckoo_bucket_words;
-      for (std::uint32_t s = 0; s < bucket_ops::slots; ++s) {
-        const std::uint32_t tag = bucket_ops::tag_at(bucket, s);
-        if (tag == 0) continue;
-        ++tags;
-        // b is the key's primary bucket or its alternate; either way the pair is
-        // {b, alternate(b, tag)}, the two buckets contains looks in.
-        const std::uint32_t placed = cuckoo_insert_exclusive<tag_bits>(
-            table.data(), num_buckets, b, cuckoo_alternate(b, tag, num_buckets), tag, max_kicks_, chain.data());
-        if (placed == 0)
-          ++failed;
-        else
+    for (std::uint64_t first = 0; first < num_buckets; first += buckets_a_step) {
+      const std::uint64_t count = std::min(buckets_a_step, num_buckets - first);
+      theirs.read_words(first * 2 * cuckoo_bucket_words, count * 2 * cuckoo_bucket_words,
+                        reinterpret_cast<std::uint32_t*>(step.data()));
+      for (std::uint64_t i = 0; i < count; ++i) {
+        const std::uint64_t b = first + i;
+        const std::uint64_t* bucket = step.data() + i * cuckoo_bucket_words;
+        for (std::uint32_t s = 0; s < bucket_ops::slots; ++s) {
+          const std::uint32_t tag = bucket_ops::tag_at(bucket, s);
+          if (tag == 0) continue;
+          // b is the key's primary bucket or its alternate; either way the pair is
+          // {b, alternate(b, tag)}, the two buckets contains looks in.
+          const std::uint32_t placed = cuckoo_insert_exclusive<tag_bits>(
+              table.data(), num_buckets, b, cuckoo_alternate(b, tag, num_buckets), tag, max_kicks_, chain.data());
+          // One tag without a slot fails the merge: stop rather than try the rest.
+          if (placed == 0)
+            refuse("a tag found no free slot within max_kicks = " + std::to_string(max_kicks_) + " moves");
           moves += placed - 1;
+        }
       }
     }
   });
-  if (failed > 0)
-    throw filter_full("merge: " + std::to_string(failed) + " of the other cuckoo filter's " + std::to_string(tags) +
-                          " tags found no free slot within " + std::to_string(max_kicks_) +
-                          " moves; this filter is unchanged (a larger filter, created with a higher "
-                          "capacity, holds the keys of both)",
-                      failed, 0);
   mine.write_words(0, layout_.num_words(), reinterpret_cast<const std::uint32_t*>(table.data()));
   merged.keys_added += added.keys_added;
   merged.keys_removed += added.keys_removed;
-  merged.evictions += moves;
+  merged.evictions += moves;  // the other's own evictions and failures stay its history
   mine.set_totals(merged);
 }
 

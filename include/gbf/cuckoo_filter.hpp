@@ -366,8 +366,11 @@ class cuckoo_filter {
   /// filters' keys (a multiset union: a key in both is held twice). A key's two buckets
   /// and its tag depend only on the key and the layout, so a tag moves between equal
   /// layouts without its key. Deterministic (the same table on CPU and GPU); the key
-  /// counts add up. Throws layout_mismatch when the layouts differ, and filter_full,
-  /// changing nothing, when some tag finds no slot within max_kicks moves.
+  /// counts add up (the other's evictions and failed inserts stay its own). Throws
+  /// layout_mismatch when the layouts differ; filter_full, changing nothing, when the
+  /// tags do not all fit (more than the free slots, or one finds no slot within
+  /// max_kicks moves: the merge stops there); allocation_error when the host copy of
+  /// the table (size_bytes) cannot be made.
   void merge(const cuckoo_filter& other);
   /// Occupancy, expected FPR and the counters (CF.INFO).
   cuckoo_stats stats() const;

@@ -329,8 +329,9 @@ class ScalingFilter(_FileBacked, _core.ScalingFilterBase):
         return self._config[1]
 
     @property
-    def expansion(self) -> int:
-        return self._config[2]
+    def expansion(self) -> Optional[int]:
+        """Level i + 1's capacity over level i's; None for a non-scaling chain (as stats())."""
+        return None if self._config[4] else self._config[2]
 
     @property
     def tightening(self) -> float:

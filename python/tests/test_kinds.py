@@ -177,6 +177,7 @@ def test_scaling_non_scaling_chain_raises_filter_full(rng):
     assert info.value.not_inserted > 0
     assert f.stats().keys_inserted == 900, "a refused add must insert nothing"
     assert f.stats().expansion is None, "a non-scaling chain has no expansion (BF.INFO: nil)"
+    assert f.expansion is None
 
 
 def test_a_refused_chunk_of_a_long_batch_counts_every_row_from_it_on():
@@ -540,7 +541,7 @@ def test_cuckoo_merge_holds_both_multisets_or_changes_nothing():
     assert (merged.approximate_count(np.arange(600, 1_200, dtype=np.uint64)) >= 2).all()
     assert merged.stats().keys_added == 2_400
     before = merged.words()
-    with pytest.raises(gbf.FilterFull, match="this filter is unchanged"):
+    with pytest.raises(gbf.FilterFull, match="nothing was merged"):
         merged.merge(merged.copy())  # 4,800 tags do not fit a table for 3,000
     assert np.array_equal(merged.words(), before)
     with pytest.raises(gbf.LayoutMismatch, match="different layouts"):

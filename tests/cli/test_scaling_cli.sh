@@ -125,8 +125,13 @@ for op in intersect xor; do
   expect_err "holds a scaling filter: chains can be merged, not given to $op"
 done
 expect_rc 0 "$GBF" build m12.u64 --keys-format u64 --scaling --capacity 600 -o full1.gbf -q
-expect_rc 1 "$GBF" merge full1.gbf full1.gbf -o smx.gbf
+cp full1.gbf full2.gbf
+expect_rc 1 "$GBF" merge full1.gbf full2.gbf -o smx.gbf
 expect_err "may hold more keys than the level's capacity"
+# One file as A and B is one chain merged with itself, as in the library: unchanged.
+ln -s full1.gbf full1-link.gbf
+expect_rc 0 "$GBF" merge full1.gbf full1-link.gbf -o self.gbf -q
+cmp -s full1.gbf self.gbf || fail "a chain merged with itself (through a link) is not the chain"
 expect_rc 0 "$GBF" build m1.u64 --keys-format u64 --scaling --capacity 999 -o other.gbf -q
 expect_rc 1 "$GBF" merge sm1.gbf other.gbf -o smx.gbf
 expect_err "cannot merge chains made from different configs (initial capacity 1000 vs 999)"

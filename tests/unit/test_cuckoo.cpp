@@ -743,9 +743,26 @@ TEST(CuckooMerge, AMergeThatDoesNotFitChangesNothingAndOtherLayoutsAreRefused) {
     a.merge(b);
     FAIL() << "140% of the slots merged";
   } catch (const filter_full& e) {
-    EXPECT_GT(e.not_inserted(), 0u);
-    EXPECT_NE(std::string(e.what()).find("this filter is unchanged"), std::string::npos) << e.what();
+    EXPECT_EQ(e.not_inserted(), 0u) << "no batch in a merge";
+    EXPECT_NE(std::string(e.what()).find("more tags than slots; nothing was merged"), std::string::npos)
+        << e.what();
   }
+  // Fewer tags than slots, but more than a table with one move per insert can
+  // place: the insert that finds no chain stops the merge, and nothing changes.
+  cuckoo_filter tight(l, on_cpu(), 0, 1);
+  tight.add(a_keys.data(), a_keys.size());
+  cuckoo_filter c(l, on_cpu(), 0);
+  const auto c_keys = distinct_keys(l.num_slots() * 29 / 100, 2'000'000);
+  c.add(c_keys.data(), c_keys.size());
+  const std::vector<std::uint32_t> tight_before = tight.words();
+  try {
+    tight.merge(c);
+    FAIL() << "99% of the slots merged with max_kicks 1";
+  } catch (const filter_full& e) {
+    EXPECT_NE(std::string(e.what()).find("found no free slot within max_kicks = 1 moves"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(tight.words(), tight_before);
   EXPECT_EQ(a.words(), before);
   EXPECT_EQ(a.totals().keys_added, totals.keys_added);
   EXPECT_EQ(a.count(a_keys.data(), a_keys.size()), a_keys.size());
