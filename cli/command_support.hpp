@@ -112,6 +112,20 @@ filter load_filter(const filter_file& file, const run_options& run, file_metadat
 /// Throws invalid_argument naming `file` and every condition a Parquet export of `l` fails.
 void check_exportable(const layout& l, const filter_file& file);
 
+/// Runs `combine` (A merged with B, or intersected, ...) and puts both file names in
+/// front of the layout_mismatch or filter_full it throws, which name only layouts.
+template <class Combine>
+void naming_inputs(const combine_args& args, Combine&& combine) {
+  const std::string inputs = "'" + args.a.path + "' and '" + args.b.path + "': ";
+  try {
+    combine();
+  } catch (const layout_mismatch& e) {
+    throw layout_mismatch(inputs + e.what());
+  } catch (const filter_full& e) {
+    throw filter_full(inputs + e.what(), e.not_inserted(), e.fits());
+  }
+}
+
 /// Writes `f` to `file` in its format (atomically).
 void save_filter(const filter& f, const filter_file& file, double fpp);
 

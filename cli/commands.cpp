@@ -391,15 +391,13 @@ int combine(const combine_args& args, combine_op op) {
   if (!same_file) other.emplace(load_filter(args.b, args.run, meta_b));
   const filter& b = same_file ? a : *other;
   check_exportable(a.layout(), args.output);
-  try {
+  naming_inputs(args, [&] {
     switch (op) {
       case combine_op::merge: a.merge(b); break;
       case combine_op::intersect: a.intersect(b); break;
       case combine_op::symmetric_difference: a.symmetric_difference(b); break;
     }
-  } catch (const layout_mismatch& e) {
-    throw layout_mismatch("'" + args.a.path + "' and '" + args.b.path + "': " + e.what());
-  }
+  });
   save_filter(a, args.output, meta_a.fpp);
   if (!args.run.quiet)
     std::fprintf(stderr, "gbf: wrote %s (%s of '%s' and '%s', %s bits set)\n", args.output.path.c_str(),

@@ -290,11 +290,7 @@ int run_counting_combine(const combine_args& args, bool intersect) {
   counting_file_metadata meta_b;
   counting_filter a = load_counting_file(args.a, args.run, meta_a);
   const counting_filter b = load_counting_file(args.b, args.run, meta_b);
-  try {
-    intersect ? a.intersect(b) : a.merge(b);
-  } catch (const layout_mismatch& e) {
-    throw layout_mismatch("'" + args.a.path + "' and '" + args.b.path + "': " + e.what());
-  }
+  naming_inputs(args, [&] { intersect ? a.intersect(b) : a.merge(b); });
   save_counting(a, args.output, meta_a.fpp);
   const counting_stats s = a.stats();
   if (!args.run.quiet)

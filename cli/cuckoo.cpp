@@ -248,13 +248,7 @@ int run_cuckoo_merge(const combine_args& args) {
   cuckoo_file_metadata meta_b;
   cuckoo_filter a = load_cuckoo_file(args.a, args.run, meta_a);
   const cuckoo_filter b = load_cuckoo_file(args.b, args.run, meta_b);
-  try {
-    a.merge(b);
-  } catch (const layout_mismatch& e) {
-    throw layout_mismatch("'" + args.a.path + "' and '" + args.b.path + "': " + e.what());
-  } catch (const filter_full& e) {
-    throw filter_full("'" + args.a.path + "' and '" + args.b.path + "': " + e.what(), e.not_inserted(), e.fits());
-  }
+  naming_inputs(args, [&] { a.merge(b); });
   save(a, args.output.path, meta_a.fpp);
   const cuckoo_stats s = a.stats();
   if (!args.run.quiet)

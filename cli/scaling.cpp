@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "cli/command_support.hpp"
 #include "cli/commands.hpp"
 #include "cli/text.hpp"
 #include "gbf/io.hpp"
@@ -76,13 +77,7 @@ int run_scaling_merge(const combine_args& args, bool same_file) {
   scaling_filter a = load_scaling(args.a, args.run);
   std::optional<scaling_filter> other;
   if (!same_file) other.emplace(load_scaling(args.b, args.run));
-  try {
-    a.merge(same_file ? a : *other);
-  } catch (const layout_mismatch& e) {
-    throw layout_mismatch("'" + args.a.path + "' and '" + args.b.path + "': " + e.what());
-  } catch (const filter_full& e) {
-    throw filter_full("'" + args.a.path + "' and '" + args.b.path + "': " + e.what(), e.not_inserted(), e.fits());
-  }
+  naming_inputs(args, [&] { a.merge(same_file ? a : *other); });
   save_scaling(a, args.output);
   report_scaling(a, "wrote", args.output.path + " (union of '" + args.a.path + "' and '" + args.b.path + "')",
                  args.run.quiet);

@@ -57,7 +57,6 @@ class process_signals_blocked {
 struct process_signals_blocked {};
 #endif
 
-
 class thread_pool {
  public:
   /// The process's pool: one per process (a child of fork() gets a new one,
