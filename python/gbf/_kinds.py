@@ -8,8 +8,13 @@ Keys are those of gbf.Filter, read by the same code: 32- or 64-bit integers (Num
 uint32, int64, uint64; a key hashes its little-endian bytes) or byte strings (Arrow string
 and binary arrays read in place, str as UTF-8, bytes), a list, or one key (a Python int,
 str, bytes or NumPy scalar), for which answers come back as Python scalars. Nulls (Arrow)
-are never added, removed nor found. These kinds take host keys only: a device array
-(CuPy, PyTorch, ...) raises TypeError.
+are never added, removed nor found.
+
+Device keys (CuPy, PyTorch, DLPack, gbf.DeviceStrings) run on a GPU filter as they do on a
+gbf.Filter, on the stream `stream=` names (else the framework's current stream), with
+per-key answers as device arrays of the keys' kind. Unlike gbf.Filter's add and contains,
+every call here is synchronous: it returns when its work is done. Device keys on a CPU
+filter raise gbf.InvalidArgument.
 
 Errors, as for gbf.Filter: gbf.InvalidArgument (a ValueError) for bad arguments,
 gbf.FormatError for corrupt bytes or a file of another kind, OSError for files, TypeError
@@ -82,10 +87,13 @@ class _FileBacked:
         """A filter read from `path` (checksum verified); gbf.FormatError, OSError."""
         return cls._adopt(cls._load_core(_path(path), backend, threads))  # type: ignore[attr-defined]
 
-    def select(self, keys: Any) -> Any:
-        """Row numbers (NumPy int64, ascending) of the keys that may be present: a join
-        prefilter, as gbf.Filter.select (computed from contains; nulls are never selected)."""
-        return _select(self.contains(keys))  # type: ignore[attr-defined]
+    def select(self, keys: Any, *, stream: Any = None) -> Any:
+        """Row numbers (int64, ascending) of the keys that may be present: a join
+        prefilter, as gbf.Filter.select (nulls are never selected). NumPy for host keys
+        (computed from contains); for device keys the library's select on the GPU, a
+        device array of the keys' kind."""
+        rows = self._device_select(keys, stream)  # type: ignore[attr-defined]
+        return rows if rows is not None else _select(self.contains(keys))  # type: ignore[attr-defined]
 
     def copy(self: _Kind, backend: Optional[str] = None, *, threads: Optional[int] = None) -> _Kind:
         """A deep copy (same contents, same stats) on `backend` ("cpu", "gpu" or "auto";
@@ -189,16 +197,17 @@ class CountingFilter(_FileBacked, _core.CountingFilterBase):
         _core.CountingFilterBase.__init__(obj, made)
         return obj
 
-    def remove(self, keys: Any, *, unchecked: bool = False, per_key: bool = False) -> Any:
+    def remove(self, keys: Any, *, unchecked: bool = False, per_key: bool = False, stream: Any = None) -> Any:
         """Removes keys (decrements the counters of their bits).
 
         Checked (default): a key is removed only when it tests present at its turn, in batch
         order (removing twice a key added once refuses the second); returns a RemoveReport
-        (removed, refused), or with per_key=True a NumPy bool array, removed[i] = key i was
+        (removed, refused), or with per_key=True a bool array (NumPy, or device for device
+        keys), removed[i] = key i was
         removed (a bool for one key). unchecked=True decrements without testing and returns
         None: only for keys known to be held (removing one that is not may cause false
         negatives for other keys)."""
-        removed, refused, status = self._remove(keys, unchecked, per_key)
+        removed, refused, status = self._remove(keys, unchecked, per_key, stream)
         if unchecked:
             return None
         if per_key:
@@ -425,29 +434,31 @@ class CuckooFilter(_FileBacked, _core.CuckooFilterBase):
         _core.CuckooFilterBase.__init__(obj, made)
         return obj
 
-    def add(self, keys: Any, *, unique: bool = False, deterministic: bool = False) -> Any:
+    def add(self, keys: Any, *, unique: bool = False, deterministic: bool = False, stream: Any = None) -> Any:
         """Adds keys.
 
         unique=False (CF.ADD): every key is inserted (a key added twice is stored twice);
         returns None. When some keys find no room, the others are still inserted and
         gbf.FilterFull is raised with not_inserted = how many were not.
         unique=True (CF.ADDNX): only keys that test absent are inserted, in batch order;
-        returns a NumPy uint8 array of CuckooStatus values per key (a CuckooStatus for one
-        key) and never raises FilterFull: failures are FAILED in the array.
+        returns a uint8 array of CuckooStatus values per key (NumPy; a device array for
+        device keys; a CuckooStatus for one key) and never raises FilterFull: failures are
+        FAILED in the array.
         deterministic=True: the table depends only on the table before and the batch's keys
         (the same on CPU and GPU), not on thread timing."""
-        status = self._add(keys, unique, deterministic)
+        status = self._add(keys, unique, deterministic, stream)
         if unique and not hasattr(status, "shape"):
             return CuckooStatus(status)
         return status
 
-    def remove(self, keys: Any, *, per_key: bool = False) -> Any:
+    def remove(self, keys: Any, *, per_key: bool = False, stream: Any = None) -> Any:
         """CF.DEL: removes one copy of each key's tag where one is found. Returns how many
-        were removed (the others were refused: not present), or with per_key=True a NumPy
-        bool array, removed[i] = key i was removed (a bool for one key). Removing a key that
+        were removed (the others were refused: not present), or with per_key=True a bool
+        array (NumPy; a device array for device keys), removed[i] = key i was removed (a
+        bool for one key). Removing a key that
         was never added is unsafe: when its tag collides with a present key's (probability:
         the FPR), that key is removed instead."""
-        removed, status = self._remove(keys, per_key)
+        removed, status = self._remove(keys, per_key, stream)
         return status if per_key else removed
 
     @property

@@ -6,6 +6,7 @@
 //   keys.cpp      host keys from NumPy, buffers, Arrow, Python scalars and lists
 //   host_ops.cpp  host batches in chunks: GIL released, Ctrl-C between chunks
 //   device.cpp    device keys (__cuda_array_interface__, DLPack, gbf.DeviceStrings)
+//                 (device_batch.hpp: the device batch every kind's binding runs)
 //   timing.cpp    the same calls timed from C++, for `python -m gbf bench`
 //   kinds.cpp     counting, scaling and cuckoo filters (gbf.CountingFilter, ...)
 //   parquet.cpp   gbf::parquet: a file's columns, a column's filters, row-group pruning
@@ -270,6 +271,11 @@ nb::object host_select(py_filter& self, const host_keys& keys);
 
 /// True when `obj` exposes __cuda_array_interface__, or __dlpack__ with a CUDA device.
 bool is_device_array(nb::handle obj);
+/// is_device_array, with the attribute probes skipped for the common host inputs (NumPy
+/// arrays, ints, str, bytes, lists, tuples).
+bool device_keys(nb::handle keys);
+/// ValueError when a stream is given with host keys.
+void no_stream_for_host(nb::handle stream);
 /// obj.__dlpack_device__() as (device_type, device_id); TypeError naming what it returned
 /// when that is not a pair of ints.
 std::pair<int, int> dlpack_device(nb::handle obj);

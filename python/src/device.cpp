@@ -52,6 +52,7 @@
 
 #include "arrow_c.hpp"
 #include "binding.hpp"
+#include "device_batch.hpp"
 #include "dlpack.hpp"
 
 #if defined(GBF_HAS_CUDA)
@@ -59,17 +60,15 @@
 #endif
 
 namespace gbf::python {
-namespace {
 
-using detail::key_kind;
-
-// Refuses device keys on a filter whose bits are not on a GPU (same words as the library).
-void require_gpu_filter(const py_filter& self) {
-  if (self.f.where() != backend::gpu)
+void require_gpu_filter(backend where) {
+  if (where != backend::gpu)
     throw invalid_argument(
         "keys are in device memory but this filter uses the CPU backend; copy them to the host "
         "(e.g. cupy.asnumpy) or make the filter with backend='gpu'");
 }
+
+namespace {
 
 // gbf.DeviceStrings marks itself with this attribute (gbf/_device.py).
 bool is_device_strings(nb::handle obj) { return has_attr(obj, "__gbf_device_strings__"); }
@@ -165,6 +164,19 @@ bool is_device_array(nb::handle obj) {
   return type == dlpack::cuda || type == dlpack::cuda_managed;
 }
 
+bool device_keys(nb::handle keys) {
+  PyObject* o = keys.ptr();
+  if (PyArray_Check(o) || PyLong_Check(o) || PyUnicode_Check(o) || PyBytes_Check(o) ||
+      PyList_Check(o) || PyTuple_Check(o))
+    return false;
+  return is_device_array(keys);
+}
+
+void no_stream_for_host(nb::handle stream) {
+  if (!stream.is_none())
+    throw nb::value_error("stream is for device keys (CuPy, PyTorch, ...); these keys are in host memory");
+}
+
 std::pair<int, int> dlpack_device(nb::handle obj) {
   nb::object where = obj.attr("__dlpack_device__")();
   try {
@@ -209,19 +221,6 @@ std::optional<stream_t> stream_argument(nb::handle keys, nb::handle stream) {
   if (!value) return std::nullopt;
   return stream_from_protocol(*value);
 }
-
-// Device keys (or a device result array) read from a protocol, and what keeps them alive.
-struct device_array {
-  void* data = nullptr;
-  std::size_t count = 0;
-  char kind = 'i';           // 'i', 'u', 'b' (bool)
-  std::size_t itemsize = 0;
-  bool read_only = false;
-  int device = -1;
-  stream_t stream = nullptr;  // the stream the work runs on
-  std::optional<stream_t> producer;  // the stream its __cuda_array_interface__ named (ordered before `stream`)
-  nb::object owner;           // the array, or a capsule owning a DLPack tensor
-};
 
 int device_of(const void* p) {
   cudaPointerAttributes attributes{};
@@ -407,20 +406,6 @@ device_array read_device_array(nb::handle obj, std::optional<stream_t> requested
   return from_dlpack(obj, requested, role);
 }
 
-// A device batch: integer keys (one array) or string keys (gbf.DeviceStrings: offsets,
-// data and validity arrays), all read on one stream S.
-struct device_batch {
-  bool strings = false;
-  device_array keys;                     // integer keys; strings: the offsets (count + 1)
-  std::optional<device_array> data;      // strings: the key bytes
-  std::optional<device_array> validity;  // strings: the Arrow validity bitmap, if any
-  std::size_t count = 0;                 // keys
-  stream_t stream = nullptr;             // S
-  int device = 0;
-  nb::object family;  // the array whose kind of array results come back as
-  nb::object owner;   // what keeps the arrays alive while stream-ordered work runs
-};
-
 // "uint16", "float32", "bool": an array's dtype in words, for messages.
 std::string dtype_text(const device_array& a) {
   const char* kind = a.kind == 'i' ? "int" : a.kind == 'u' ? "uint" : a.kind == 'b' ? "bool" : a.kind == 'f' ? "float" : nullptr;
@@ -453,6 +438,8 @@ void order_after_framework(nb::handle array, const std::optional<stream_t>& requ
   if (b.keys.producer == framework) return;
   order_after(framework, *requested, b.device);
 }
+
+}  // namespace
 
 device_batch read_device_batch(nb::handle obj, nb::handle stream) {
   const std::optional<stream_t> requested = stream_argument(obj, stream);
@@ -508,102 +495,20 @@ device_batch read_device_batch(nb::handle obj, nb::handle stream) {
   return b;
 }
 
-template <class T>
-struct int_view {
-  const T* data;
-  std::size_t count;
-};
-
-// Runs fn with the batch as int_view<uint32_t / uint64_t> (a key hashes its bytes) or
-// string_keys<int32_t / int64_t>.
-template <class Fn>
-decltype(auto) with_keys(const device_batch& b, Fn&& fn) {
-  if (!b.strings) {
-    if (b.keys.itemsize == 4)
-      return fn(int_view<std::uint32_t>{static_cast<const std::uint32_t*>(b.keys.data), b.count});
-    return fn(int_view<std::uint64_t>{static_cast<const std::uint64_t*>(b.keys.data), b.count});
-  }
-  const auto* validity = b.validity ? static_cast<const std::uint8_t*>(b.validity->data) : nullptr;
-  if (b.keys.itemsize == 4)
-    return fn(string_keys<std::int32_t>{b.data->data, b.data->count,
-                                        static_cast<const std::int32_t*>(b.keys.data), b.count,
-                                        validity});
-  return fn(string_keys<std::int64_t>{b.data->data, b.data->count,
-                                      static_cast<const std::int64_t*>(b.keys.data), b.count,
-                                      validity});
+device_buffer::device_buffer(std::size_t bytes, int on_device) : device(on_device) {
+  device_scope scope(device);
+  check(cudaMalloc(&data, bytes > 0 ? bytes : 1), "cudaMalloc");
 }
 
-// The library's calls, one name for both kinds of batch.
-template <class T>
-void lib_add_async(filter& f, const int_view<T>& k, stream_t s) { f.add_async(k.data, k.count, s); }
-template <class O>
-void lib_add_async(filter& f, const string_keys<O>& k, stream_t s) { f.add_async(k, s); }
-template <class T>
-void lib_contains_async(const filter& f, const int_view<T>& k, bool* found, stream_t s) {
-  f.contains_async(k.data, k.count, found, s);
+// Never throws (a destructor; device_scope would): cudaFree runs on the buffer's GPU
+// when the switch succeeds, and the caller's device is restored.
+device_buffer::~device_buffer() {
+  int previous = -1;
+  const bool switched = cudaGetDevice(&previous) == cudaSuccess && previous != device &&
+                        cudaSetDevice(device) == cudaSuccess;
+  cudaFree(data);
+  if (switched) cudaSetDevice(previous);
 }
-template <class O>
-void lib_contains_async(const filter& f, const string_keys<O>& k, bool* found, stream_t s) {
-  f.contains_async(k, found, s);
-}
-template <class T>
-void lib_add(filter& f, const int_view<T>& k, stream_t s) { f.add(k.data, k.count, s); }
-template <class O>
-void lib_add(filter& f, const string_keys<O>& k, stream_t s) { f.add(k, s); }
-template <class T>
-void lib_contains(const filter& f, const int_view<T>& k, bool* found, stream_t s) {
-  f.contains(k.data, k.count, found, s);
-}
-template <class O>
-void lib_contains(const filter& f, const string_keys<O>& k, bool* found, stream_t s) {
-  f.contains(k, found, s);
-}
-template <class T>
-void lib_add_new(filter& f, const int_view<T>& k, bool* is_new, stream_t s) {
-  f.add_new(k.data, k.count, is_new, s);
-}
-template <class O>
-void lib_add_new(filter& f, const string_keys<O>& k, bool* is_new, stream_t s) {
-  f.add_new(k, is_new, s);
-}
-template <class T>
-std::uint64_t lib_count(const filter& f, const int_view<T>& k, stream_t s) {
-  return f.count(k.data, k.count, s);
-}
-template <class O>
-std::uint64_t lib_count(const filter& f, const string_keys<O>& k, stream_t s) {
-  return f.count(k, s);
-}
-template <class T>
-std::uint64_t lib_select(const filter& f, const int_view<T>& k, std::uint64_t* rows, stream_t s) {
-  return f.select(k.data, k.count, rows, s);
-}
-template <class O>
-std::uint64_t lib_select(const filter& f, const string_keys<O>& k, std::uint64_t* rows, stream_t s) {
-  return f.select(k, rows, s);
-}
-
-// Device memory from cudaMalloc, freed with cudaFree when the last reference goes.
-struct device_buffer {
-  void* data = nullptr;
-  int device = 0;
-  device_buffer(std::size_t bytes, int on_device) : device(on_device) {
-    device_scope scope(device);
-    check(cudaMalloc(&data, bytes > 0 ? bytes : 1), "cudaMalloc");
-  }
-  ~device_buffer() {
-    device_scope scope(device);
-    cudaFree(data);
-  }
-};
-
-// A result: `out` (checked) or a new device array of n items of `itemsize` bytes.
-struct device_result {
-  void* data = nullptr;
-  nb::object array;  // `out`, or null until wrap_result
-  std::shared_ptr<device_buffer> buffer;
-  nb::object keep;   // what stream-ordered work writing the result keeps alive
-};
 
 device_result result_for(const device_batch& keys, nb::handle out, std::size_t itemsize,
                          const char* what) {
@@ -632,7 +537,6 @@ device_result result_for(const device_batch& keys, nb::handle out, std::size_t i
   return r;
 }
 
-// The framework of the keys' type: results come back as the same kind of array.
 nb::object same_family(nb::handle keys, nb::object result) {
   nb::object module = nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(keys.ptr()))).attr("__module__");
   const std::string name = nb::cast<std::string>(module);
@@ -641,19 +545,7 @@ nb::object same_family(nb::handle keys, nb::object result) {
   return result;
 }
 
-// Wraps `count` items of a new device result as a DLPack-capable array.
-template <class T>
-nb::object wrap_result(const device_batch& keys, device_result& r, std::size_t count) {
-  if (r.array.is_valid()) return r.array;
-  auto* keep = new std::shared_ptr<device_buffer>(r.buffer);
-  nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<std::shared_ptr<device_buffer>*>(p); });
-  std::size_t shape[1] = {count};
-  // array_api: an object with __dlpack__ / __dlpack_device__ (without a framework
-  // nanobind would return a bare capsule, which can be consumed only once).
-  nb::ndarray<nb::array_api, T, nb::ndim<1>, nb::device::cuda> array(
-      r.data, 1, shape, owner, nullptr, nb::dtype<T>(), nb::device::cuda::value, keys.device);
-  return same_family(keys.family, nb::cast(array));
-}
+namespace {
 
 // Keeps key arrays alive until their stream-ordered work has completed.
 struct pending_work {
@@ -714,25 +606,25 @@ struct arrow_device_array {
 }  // namespace
 
 void device_add(py_filter& self, nb::handle keys_obj, nb::handle stream) {
-  require_gpu_filter(self);
+  require_gpu_filter(self.f.where());
   device_batch keys = read_device_batch(keys_obj, stream);
   {
     nb::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(self.mutex);
-    with_keys(keys, [&](const auto& k) { lib_add_async(self.f, k, keys.stream); });
+    with_keys(keys, [&](const auto&... k) { self.f.add_async(k..., keys.stream); });
   }
   pending(self).add(keys.stream, keys.device, keys.owner);
 }
 
 nb::object device_contains(py_filter& self, nb::handle keys_obj, nb::handle out, nb::handle stream) {
-  require_gpu_filter(self);
+  require_gpu_filter(self.f.where());
   device_batch keys = read_device_batch(keys_obj, stream);
   device_result r = result_for(keys, out, 1, "contains");
   {
     nb::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(self.mutex);
-    with_keys(keys, [&](const auto& k) {
-      lib_contains_async(self.f, k, static_cast<bool*>(r.data), keys.stream);
+    with_keys(keys, [&](const auto&... k) {
+      self.f.contains_async(k..., static_cast<bool*>(r.data), keys.stream);
     });
   }
   // The keys and the result (out's exported view, or the new buffer, which the
@@ -742,41 +634,29 @@ nb::object device_contains(py_filter& self, nb::handle keys_obj, nb::handle out,
 }
 
 nb::object device_add_new(py_filter& self, nb::handle keys_obj, nb::handle out, nb::handle stream) {
-  require_gpu_filter(self);
+  require_gpu_filter(self.f.where());
   device_batch keys = read_device_batch(keys_obj, stream);
   device_result r = result_for(keys, out, 1, "add_new");
   {
     nb::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(self.mutex);
-    with_keys(keys, [&](const auto& k) {
-      lib_add_new(self.f, k, static_cast<bool*>(r.data), keys.stream);
+    with_keys(keys, [&](const auto&... k) {
+      self.f.add_new(k..., static_cast<bool*>(r.data), keys.stream);
     });
   }
   return wrap_result<bool>(keys, r, keys.count);
 }
 
 std::uint64_t device_count(py_filter& self, nb::handle keys_obj, nb::handle stream) {
-  require_gpu_filter(self);
+  require_gpu_filter(self.f.where());
   device_batch keys = read_device_batch(keys_obj, stream);
   nb::gil_scoped_release release;
   std::lock_guard<std::mutex> lock(self.mutex);
-  return with_keys(keys, [&](const auto& k) { return lib_count(self.f, k, keys.stream); });
+  return with_keys(keys, [&](const auto&... k) { return self.f.count(k..., keys.stream); });
 }
 
 nb::object device_select(py_filter& self, nb::handle keys_obj, nb::handle stream) {
-  require_gpu_filter(self);
-  device_batch keys = read_device_batch(keys_obj, stream);
-  device_result r = result_for(keys, nb::none(), sizeof(std::uint64_t), "select");
-  std::uint64_t kept = 0;
-  {
-    nb::gil_scoped_release release;
-    std::lock_guard<std::mutex> lock(self.mutex);
-    kept = with_keys(keys, [&](const auto& k) {
-      return lib_select(self.f, k, static_cast<std::uint64_t*>(r.data), keys.stream);
-    });
-  }
-  // Row numbers are < 2^63: the uint64 rows read as int64, like the host select.
-  return wrap_result<std::int64_t>(keys, r, kept);
+  return select_rows(self, keys_obj, stream);
 }
 
 void device_synchronize(py_filter& self) {
@@ -790,19 +670,19 @@ void device_synchronize(py_filter& self) {
 
 std::vector<double> device_time_op(py_filter& self, nb::handle keys_obj, const std::string& op,
                                    std::size_t calls) {
-  require_gpu_filter(self);
+  require_gpu_filter(self.f.where());
   device_batch keys = read_device_batch(keys_obj, nb::none());
   device_result found = result_for(keys, nb::none(), 1, "_time_device_op");
   std::vector<double> seconds;
   seconds.reserve(calls);
   nb::gil_scoped_release release;
   std::lock_guard<std::mutex> lock(self.mutex);
-  with_keys(keys, [&](const auto& k) {
+  with_keys(keys, [&](const auto&... k) {
     for (std::size_t i = 0; i < calls; ++i) {
       const auto start = std::chrono::steady_clock::now();
-      if (op == "contains") lib_contains(self.f, k, static_cast<bool*>(found.data), keys.stream);
-      else if (op == "add") lib_add(self.f, k, keys.stream);
-      else (void)lib_count(self.f, k, keys.stream);
+      if (op == "contains") self.f.contains(k..., static_cast<bool*>(found.data), keys.stream);
+      else if (op == "add") self.f.add(k..., keys.stream);
+      else (void)self.f.count(k..., keys.stream);
       const auto stop = std::chrono::steady_clock::now();
       seconds.push_back(std::chrono::duration<double>(stop - start).count());
     }
@@ -874,25 +754,25 @@ nb::tuple arrow_device_strings(nb::handle obj) {
 
 #else  // Built without CUDA: every filter is a CPU filter, so require_gpu_filter throws.
 
-void device_add(py_filter& self, nb::handle, nb::handle) { require_gpu_filter(self); }
+void device_add(py_filter& self, nb::handle, nb::handle) { require_gpu_filter(self.f.where()); }
 nb::object device_add_new(py_filter& self, nb::handle, nb::handle, nb::handle) {
-  require_gpu_filter(self);
+  require_gpu_filter(self.f.where());
   return nb::none();
 }
 nb::object device_contains(py_filter& self, nb::handle, nb::handle, nb::handle) {
-  require_gpu_filter(self);
+  require_gpu_filter(self.f.where());
   return nb::none();
 }
 std::uint64_t device_count(py_filter& self, nb::handle, nb::handle) {
-  require_gpu_filter(self);
+  require_gpu_filter(self.f.where());
   return 0;
 }
 nb::object device_select(py_filter& self, nb::handle, nb::handle) {
-  require_gpu_filter(self);
+  require_gpu_filter(self.f.where());
   return nb::none();
 }
 std::vector<double> device_time_op(py_filter& self, nb::handle, const std::string&, std::size_t) {
-  require_gpu_filter(self);
+  require_gpu_filter(self.f.where());
   return {};
 }
 void device_synchronize(py_filter& self) {
@@ -903,6 +783,18 @@ void device_synchronize(py_filter& self) {
 nb::tuple arrow_device_strings(nb::handle) {
   throw no_gpu("this gbf was built without CUDA: device keys need a build with nvcc");
 }
+// Unreachable after require_gpu_filter; defined for the kinds' binding to link.
+device_batch read_device_batch(nb::handle, nb::handle) {
+  throw no_gpu("this gbf was built without CUDA: device keys need a build with nvcc");
+}
+device_result result_for(const device_batch&, nb::handle, std::size_t, const char*) {
+  throw no_gpu("this gbf was built without CUDA: device keys need a build with nvcc");
+}
+nb::object same_family(nb::handle, nb::object result) { return result; }
+device_buffer::device_buffer(std::size_t, int on_device) : device(on_device) {
+  throw no_gpu("this gbf was built without CUDA: device keys need a build with nvcc");
+}
+device_buffer::~device_buffer() = default;
 
 #endif
 

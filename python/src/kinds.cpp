@@ -2,11 +2,13 @@
 // as gbf._core.CountingFilterBase / ScalingFilterBase / CuckooFilterBase (gbf.CountingFilter,
 // gbf.ScalingFilter and gbf.CuckooFilter derive from them in gbf/_kinds.py).
 //
-// Keys are read by keys.cpp exactly as for gbf.Filter (NumPy, buffers, Arrow arrays and
-// streams, Python scalars and lists) and run in chunks as host_ops.cpp runs them (GIL
-// released, the filter's lock held, Ctrl-C between chunks). Device arrays are refused with
-// a TypeError: these kinds take host keys only in Python (the C++ API takes device
-// pointers; binding them is left for later).
+// Keys are read as gbf.Filter reads them: host keys by keys.cpp (NumPy, buffers, Arrow
+// arrays and streams, Python scalars and lists), run in chunks as host_ops.cpp runs them
+// (GIL released, the filter's lock held, Ctrl-C between chunks); device keys (CuPy,
+// PyTorch, DLPack, gbf.DeviceStrings) on a GPU filter by device.cpp (device_batch.hpp),
+// run as one synchronous library call on the batch's stream, per-key answers in a new
+// device array of the keys' kind. These kinds have no _async calls in Python: a call
+// returns when its work is done, so nothing is kept alive after it.
 //
 // Nulls: the library's integer calls take no validity bitmap, so an integer chunk with
 // nulls (an Arrow array) is compacted first and per-key answers are scattered back; a null
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "binding.hpp"
+#include "device_batch.hpp"
 #include "gbf/counting_filter.hpp"
 #include "gbf/cuckoo_filter.hpp"
 #include "gbf/scaling_filter.hpp"
@@ -72,19 +75,6 @@ template <class T>
 struct is_int_keys : std::false_type {};
 template <class T>
 struct is_int_keys<int_keys<T>> : std::true_type {};
-
-// Host keys of a batch; a device array is refused by name (host keys only here).
-host_keys host_only(nb::handle keys, const char* what) {
-  PyObject* o = keys.ptr();
-  const bool plainly_host = PyArray_Check(o) || PyLong_Check(o) || PyUnicode_Check(o) ||
-                            PyBytes_Check(o) || PyList_Check(o) || PyTuple_Check(o);
-  if (!plainly_host && is_device_array(keys))
-    throw nb::type_error((std::string(what) +
-                          ": device arrays are not supported by this filter kind in Python; "
-                          "copy the keys to host memory (NumPy, Arrow)")
-                             .c_str());
-  return read_host_keys(keys);
-}
 
 // Runs op on one chunk: op(out, key args...) with (data, n) for integers or (string_keys)
 // for strings; returns what op returns (a uint64). Integer chunks with nulls are compacted
@@ -161,6 +151,66 @@ nb::object per_key(const host_keys& keys, const nb::object& array) {
 }
 
 
+// Per-key answers: bool (found, removed, is_new) or one byte (counts, cuckoo_status).
+template <class Out>
+constexpr int numpy_type_of = std::is_same_v<Out, bool> ? NPY_BOOL : NPY_UINT8;
+template <class Out>
+using device_item_of = std::conditional_t<std::is_same_v<Out, bool>, bool, std::uint8_t>;
+
+/// How run_batch runs a call: `what` names it in errors; `per_key` asks for an array of
+/// one Out per key (`null_value` for a null host key); `until_full` restates a
+/// filter_full for the whole host batch (over_chunks_until_full).
+template <class Out>
+struct batch_call {
+  const char* what;
+  bool per_key = false;
+  Out null_value{};
+  bool until_full = false;
+};
+
+/// The sum of a call's per-chunk results (keys inserted, removed, found ...) and its
+/// per-key answers (None unless asked for).
+struct batch_answer {
+  std::uint64_t total = 0;
+  nb::object per_key = nb::none();
+};
+
+// Runs op over a batch wherever its keys are: op(Out* out, stream_t s, key args...) makes
+// the library call and returns its count. Host keys run chunk by chunk on the default
+// stream, out the chunk's slice of a NumPy array (one key: answered as a Python scalar).
+// Device keys, on a GPU filter only, run as one synchronous call on the batch's stream,
+// out a new device array returned as the keys' kind of array.
+template <class Out, class Self, class Op>
+batch_answer run_batch(Self& self, nb::handle keys_obj, nb::handle stream, const batch_call<Out>& call,
+                       Op&& op) {
+  static_assert(sizeof(Out) == 1, "per-key answers are bool or one byte");
+  batch_answer answer;
+  if (device_keys(keys_obj)) {
+    require_gpu_filter(self.f.where());
+    const device_batch keys = read_device_batch(keys_obj, stream);
+    device_result out;
+    if (call.per_key) out = result_for(keys, nb::none(), sizeof(Out), call.what);
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(self.mutex);
+      answer.total = with_keys(keys, [&](const auto&... key) -> std::uint64_t {
+        return op(static_cast<Out*>(out.data), keys.stream, key...);
+      });
+    }
+    if (call.per_key) answer.per_key = wrap_result<device_item_of<Out>>(keys, out, keys.count);
+    return answer;
+  }
+  no_stream_for_host(stream);
+  const host_keys keys = read_host_keys(keys_obj);
+  nb::object array = call.per_key ? new_numpy_array(keys.count, numpy_type_of<Out>) : nb::none();
+  Out* const out = call.per_key ? array_data<Out>(array) : nullptr;
+  auto on_host = [&](Out* o, const auto&... key) -> std::uint64_t { return op(o, stream_t{}, key...); };
+  answer.total = call.until_full ? over_chunks_until_full(self, keys, out, call.null_value, on_host)
+                                 : over_chunks(self, keys, out, call.null_value, on_host);
+  if (call.per_key) answer.per_key = per_key(keys, array);
+  return answer;
+}
+
 struct byte_view {
   Py_buffer view{};
   explicit byte_view(nb::handle obj) {
@@ -197,18 +247,19 @@ nb::class_<py_kind<F>> bind_common(nb::module_& m, const char* name, const char*
     new (self) self_t(std::move(*source.f), source.fpp, source.requested, source.threads);
     source.f.reset();
   });
-  cls.def("contains", [](self_t& self, nb::handle keys_obj) {
-    const host_keys keys = host_only(keys_obj, "contains");
-    nb::object found = new_numpy_array(keys.count, NPY_BOOL);
+  cls.def("contains", [](self_t& self, nb::handle keys, nb::handle stream) {
     const F& f = self.f;
-    over_chunks(self, keys, array_data<bool>(found), false, [&](bool* o, const auto&... key) {
-      f.contains(key..., o);
-      return std::uint64_t{0};
-    });
-    return per_key(keys, found);
-  }, "keys"_a.none(), "found[i] = key i may be present (NumPy bool array; a bool for one key).");
+    return run_batch(self, keys, stream, batch_call<bool>{"contains", true},
+                     [&](bool* o, stream_t s, const auto&... key) {
+                       f.contains(key..., o, s);
+                       return std::uint64_t{0};
+                     })
+        .per_key;
+  }, "keys"_a.none(), nb::kw_only(), "stream"_a = nb::none(),
+     "found[i] = key i may be present (NumPy bool array, a bool for one key; a device array for device keys).");
   cls.def("__contains__", [](self_t& self, nb::handle key) {
-    const host_keys keys = host_only(key, "`key in filter`");
+    if (device_keys(key)) throw nb::type_error("`key in filter` takes one host key; use contains() for device arrays");
+    const host_keys keys = read_host_keys(key);
     if (!keys.scalar || keys.count != 1)
       throw nb::type_error("`key in filter` takes one key (an int, str, bytes or NumPy scalar); use contains() for a batch");
     bool found = false;
@@ -219,12 +270,21 @@ nb::class_<py_kind<F>> bind_common(nb::module_& m, const char* name, const char*
     });
     return found;
   }, "key"_a.none());
-  cls.def("count", [](self_t& self, nb::handle keys_obj) {
-    const host_keys keys = host_only(keys_obj, "count");
+  cls.def("count", [](self_t& self, nb::handle keys, nb::handle stream) {
     const F& f = self.f;
-    return over_chunks(self, keys, static_cast<bool*>(nullptr), false,
-                       [&](bool*, const auto&... key) { return f.count(key...); });
-  }, "keys"_a.none(), "How many of the keys may be present (nulls never are).");
+    return run_batch(self, keys, stream, batch_call<bool>{"count"},
+                     [&](bool*, stream_t s, const auto&... key) { return f.count(key..., s); })
+        .total;
+  }, "keys"_a.none(), nb::kw_only(), "stream"_a = nb::none(), "How many of the keys may be present (nulls never are).");
+  // select for device keys: the library's select on the GPU (row numbers as a device
+  // int64 array of the keys' kind); None for host keys, which Python selects from contains.
+  cls.def("_device_select", [](self_t& self, nb::handle keys, nb::handle stream) -> nb::object {
+    if (!device_keys(keys)) {
+      no_stream_for_host(stream);
+      return nb::none();
+    }
+    return select_rows(self, keys, stream);
+  }, "keys"_a.none(), "stream"_a.none());
   cls.def_prop_ro("backend", [](self_t& self) { return std::string(to_string(self.f.where())); });
   cls.def_prop_ro("requested_backend", [](self_t& self) { return std::string(to_string(self.requested)); });
   cls.def_prop_ro("backend_description", [](self_t& self) { return self.f.description(); });
@@ -303,53 +363,45 @@ void bind_counting(nb::module_& m) {
     return made(std::move(*f), meta.fpp, where, threads);
   });
 
-  cls.def("add", [](self_t& self, nb::handle keys_obj) {
-    const host_keys keys = host_only(keys_obj, "add");
+  cls.def("add", [](self_t& self, nb::handle keys, nb::handle stream) {
     counting_filter& f = self.f;
-    over_chunks(self, keys, static_cast<bool*>(nullptr), false, [&](bool*, const auto&... key) {
-      f.add(key...);
+    run_batch(self, keys, stream, batch_call<bool>{"add"}, [&](bool*, stream_t s, const auto&... key) {
+      f.add(key..., s);
       return std::uint64_t{0};
     });
-  }, "keys"_a.none(), "Adds the keys: increments the counters of each key's bits (saturating at 2**counter_bits - 1).");
+  }, "keys"_a.none(), nb::kw_only(), "stream"_a = nb::none(),
+     "Adds the keys: increments the counters of each key's bits (saturating at 2**counter_bits - 1).");
   // (removed, refused, per-key array or None); unchecked: (None, None, None).
-  cls.def("_remove", [](self_t& self, nb::handle keys_obj, bool unchecked, bool want_per_key) {
-    const host_keys keys = host_only(keys_obj, "remove");
+  cls.def("_remove", [](self_t& self, nb::handle keys, bool unchecked, bool want_per_key, nb::handle stream) {
     counting_filter& f = self.f;
     if (unchecked) {
       if (want_per_key) throw nb::value_error("remove: per_key is for checked removes (unchecked=False)");
-      over_chunks(self, keys, static_cast<bool*>(nullptr), false, [&](bool*, const auto&... key) {
-        f.remove_unchecked(key...);
+      run_batch(self, keys, stream, batch_call<bool>{"remove"}, [&](bool*, stream_t s, const auto&... key) {
+        f.remove_unchecked(key..., s);
         return std::uint64_t{0};
       });
       return nb::make_tuple(nb::none(), nb::none(), nb::none());
     }
     std::uint64_t refused = 0;
-    nb::object removed_array = want_per_key ? new_numpy_array(keys.count, NPY_BOOL) : nb::none();
-    bool* removed_data = want_per_key ? array_data<bool>(removed_array) : nullptr;
-    const std::uint64_t removed =
-        over_chunks(self, keys, removed_data, false, [&](bool* o, const auto&... key) {
-          remove_report r;
-          if (o != nullptr) {
-            r = f.remove_with_status(key..., o);
-          } else {
-            r = f.remove(key...);
-          }
+    const batch_answer removed = run_batch(
+        self, keys, stream, batch_call<bool>{"remove", want_per_key},
+        [&](bool* o, stream_t s, const auto&... key) {
+          const remove_report r = o != nullptr ? f.remove_with_status(key..., o, s) : f.remove(key..., s);
           refused += r.refused;
           return r.removed;
         });
-    return nb::make_tuple(removed, refused, want_per_key ? per_key(keys, removed_array) : nb::none());
-  }, "keys"_a.none(), "unchecked"_a, "per_key"_a);
-  cls.def("approximate_count", [](self_t& self, nb::handle keys_obj) {
-    const host_keys keys = host_only(keys_obj, "approximate_count");
-    nb::object counts = new_numpy_array(keys.count, NPY_UINT8);
+    return nb::make_tuple(removed.total, refused, removed.per_key);
+  }, "keys"_a.none(), "unchecked"_a, "per_key"_a, "stream"_a.none());
+  cls.def("approximate_count", [](self_t& self, nb::handle keys, nb::handle stream) {
     const counting_filter& f = self.f;
-    over_chunks(self, keys, array_data<std::uint8_t>(counts), std::uint8_t{0},
-                [&](std::uint8_t* o, const auto&... key) {
-                  f.approximate_count(key..., o);
-                  return std::uint64_t{0};
-                });
-    return per_key(keys, counts);
-  }, "keys"_a.none(), "counts[i] = the smallest counter of key i (uint8): an upper bound on its adds minus removes, until a counter saturates.");
+    return run_batch(self, keys, stream, batch_call<std::uint8_t>{"approximate_count", true},
+                     [&](std::uint8_t* o, stream_t s, const auto&... key) {
+                       f.approximate_count(key..., o, s);
+                       return std::uint64_t{0};
+                     })
+        .per_key;
+  }, "keys"_a.none(), nb::kw_only(), "stream"_a = nb::none(),
+     "counts[i] = the smallest counter of key i (uint8): an upper bound on its adds minus removes, until a counter saturates.");
   cls.def("merge", [](self_t& self, self_t& other) {
     with_both_locked(self, other, [&] { self.f.merge(other.f); });
   }, "other"_a, "self += other, counter by counter, saturating; gbf.LayoutMismatch when the layouts or counter widths differ.");
@@ -436,24 +488,27 @@ void bind_scaling(nb::module_& m) {
     return made(std::move(*f), fpp, where, threads);
   });
 
-  cls.def("add", [](self_t& self, nb::handle keys_obj) {
-    const host_keys keys = host_only(keys_obj, "add");
+  // Host batches run chunk by chunk, and a filter_full is restated for the whole batch.
+  constexpr bool until_full = true;
+  cls.def("add", [](self_t& self, nb::handle keys, nb::handle stream) {
     scaling_filter& f = self.f;
-    return over_chunks_until_full(self, keys, static_cast<bool*>(nullptr), false,
-                                  [&](bool*, const auto&... key) { return f.add(key...); });
-  }, "keys"_a.none(), "Inserts the keys new to the chain, in batch order (opening levels as needed); returns how many. "
-               "Non-scaling: gbf.FilterFull when they would pass its capacity (the chunk of chunk_keys rows that "
-               "would inserts nothing; earlier chunks stay inserted; not_inserted counts the rows from that chunk on). "
-               "Scaling: gbf.FilterFull when a level cannot open (64 levels, 4096 bits per key); the keys inserted "
-               "before stay, not_inserted counts the batch's keys not in the chain (and rows of later chunks).");
-  cls.def("add_new", [](self_t& self, nb::handle keys_obj) {
-    const host_keys keys = host_only(keys_obj, "add_new");
-    nb::object is_new = new_numpy_array(keys.count, NPY_BOOL);
+    return run_batch(self, keys, stream, batch_call<bool>{"add", false, false, until_full},
+                     [&](bool*, stream_t s, const auto&... key) { return f.add(key..., s); })
+        .total;
+  }, "keys"_a.none(), nb::kw_only(), "stream"_a = nb::none(),
+     "Inserts the keys new to the chain, in batch order (opening levels as needed); returns how many. "
+     "Non-scaling: gbf.FilterFull when they would pass its capacity (the chunk of chunk_keys rows that "
+     "would inserts nothing; earlier chunks stay inserted; not_inserted counts the rows from that chunk on; "
+     "device keys are one chunk). Scaling: gbf.FilterFull when a level cannot open (64 levels, 4096 bits "
+     "per key); the keys inserted before stay, not_inserted counts the batch's keys not in the chain (and "
+     "rows of later chunks).");
+  cls.def("add_new", [](self_t& self, nb::handle keys, nb::handle stream) {
     scaling_filter& f = self.f;
-    over_chunks_until_full(self, keys, array_data<bool>(is_new), false,
-                           [&](bool* o, const auto&... key) { return f.add_new(key..., o); });
-    return per_key(keys, is_new);
-  }, "keys"_a.none(), "add, answering per key: is_new[i] = key i was inserted (absent before it; False for nulls and repeats).");
+    return run_batch(self, keys, stream, batch_call<bool>{"add_new", true, false, until_full},
+                     [&](bool* o, stream_t s, const auto&... key) { return f.add_new(key..., o, s); })
+        .per_key;
+  }, "keys"_a.none(), nb::kw_only(), "stream"_a = nb::none(),
+     "add, answering per key: is_new[i] = key i was inserted (absent before it; False for nulls and repeats).");
   cls.def("merge", [](self_t& self, self_t& other) {
     with_both_locked(self, other, [&] { self.f.merge(other.f); });
   }, "other"_a, "self |= other, level by level; gbf.LayoutMismatch when the configs differ, gbf.FilterFull "
@@ -540,53 +595,51 @@ void bind_cuckoo(nb::module_& m) {
   // unique=False: CF.ADD over every chunk, then filter_full naming the keys of the whole
   // batch that found no room (the others are inserted, as the library's add). unique=True:
   // CF.ADDNX, the per-key status array (cuckoo_status values), never filter_full.
-  cls.def("_add", [](self_t& self, nb::handle keys_obj, bool unique, bool deterministic) {
-    const host_keys keys = host_only(keys_obj, "add");
+  // unique=False: CF.ADD over every chunk, then filter_full naming the keys of the whole
+  // batch that found no room (the others are inserted, as the library's add). unique=True:
+  // CF.ADDNX, the per-key status array (cuckoo_status values), never filter_full.
+  cls.def("_add", [](self_t& self, nb::handle keys, bool unique, bool deterministic, nb::handle stream) {
     cuckoo_add_options how;
     how.unique = unique;
     how.placement = deterministic ? cuckoo_placement::deterministic : cuckoo_placement::fastest;
     cuckoo_filter& f = self.f;
-    nb::object status = unique ? new_numpy_array(keys.count, NPY_UINT8) : nb::none();
-    auto* status_data = unique ? array_data<cuckoo_status>(status) : nullptr;
     std::uint64_t inserted = 0;
-    const std::uint64_t failed = over_chunks(
-        self, keys, status_data, cuckoo_status::skipped, [&](cuckoo_status* o, const auto&... key) {
-          const cuckoo_add_report r = f.add(key..., o, how);
+    const batch_answer added = run_batch(
+        self, keys, stream, batch_call<cuckoo_status>{"add", unique, cuckoo_status::skipped},
+        [&](cuckoo_status* o, stream_t s, const auto&... key) {
+          const cuckoo_add_report r = f.add(key..., o, how, s);
           inserted += r.inserted;
           return r.failed;
         });
-    if (unique) return per_key(keys, status);
-    if (failed != 0)
-      throw filter_full("add: the cuckoo filter is full: " + std::to_string(failed) + " of " +
-                            std::to_string(inserted + failed) +
+    if (unique) return added.per_key;
+    if (added.total != 0)
+      throw filter_full("add: the cuckoo filter is full: " + std::to_string(added.total) + " of " +
+                            std::to_string(inserted + added.total) +
                             " keys were not inserted (no free slot within " +
                             std::to_string(f.max_kicks()) +
                             " moves); the other keys were inserted and every key inserted "
                             "before is still present; a larger filter holds them",
-                        failed, 0);
+                        added.total, 0);
     return nb::object(nb::none());
-  }, "keys"_a.none(), "unique"_a, "deterministic"_a);
+  }, "keys"_a.none(), "unique"_a, "deterministic"_a, "stream"_a.none());
   // (removed, per-key array or None)
-  cls.def("_remove", [](self_t& self, nb::handle keys_obj, bool want_per_key) {
-    const host_keys keys = host_only(keys_obj, "remove");
+  cls.def("_remove", [](self_t& self, nb::handle keys, bool want_per_key, nb::handle stream) {
     cuckoo_filter& f = self.f;
-    nb::object removed_array = want_per_key ? new_numpy_array(keys.count, NPY_BOOL) : nb::none();
-    const std::uint64_t removed = over_chunks(
-        self, keys, want_per_key ? array_data<bool>(removed_array) : nullptr, false,
-        [&](bool* o, const auto&... key) { return f.remove(key..., o); });
-    return nb::make_tuple(removed, want_per_key ? per_key(keys, removed_array) : nb::none());
-  }, "keys"_a.none(), "per_key"_a);
-  cls.def("approximate_count", [](self_t& self, nb::handle keys_obj) {
-    const host_keys keys = host_only(keys_obj, "approximate_count");
-    nb::object copies = new_numpy_array(keys.count, NPY_UINT8);
+    const batch_answer removed =
+        run_batch(self, keys, stream, batch_call<bool>{"remove", want_per_key},
+                  [&](bool* o, stream_t s, const auto&... key) { return f.remove(key..., o, s); });
+    return nb::make_tuple(removed.total, removed.per_key);
+  }, "keys"_a.none(), "per_key"_a, "stream"_a.none());
+  cls.def("approximate_count", [](self_t& self, nb::handle keys, nb::handle stream) {
     const cuckoo_filter& f = self.f;
-    over_chunks(self, keys, array_data<std::uint8_t>(copies), std::uint8_t{0},
-                [&](std::uint8_t* o, const auto&... key) {
-                  f.approximate_count(key..., o);
-                  return std::uint64_t{0};
-                });
-    return per_key(keys, copies);
-  }, "keys"_a.none(), "CF.COUNT: copies[i] (uint8) = copies of key i's tag in its two buckets, an upper bound on its adds minus removes.");
+    return run_batch(self, keys, stream, batch_call<std::uint8_t>{"approximate_count", true},
+                     [&](std::uint8_t* o, stream_t s, const auto&... key) {
+                       f.approximate_count(key..., o, s);
+                       return std::uint64_t{0};
+                     })
+        .per_key;
+  }, "keys"_a.none(), nb::kw_only(), "stream"_a = nb::none(),
+     "CF.COUNT: copies[i] (uint8) = copies of key i's tag in its two buckets, an upper bound on its adds minus removes.");
   cls.def("clear", [](self_t& self) { locked(self, [&] { self.f.clear(); }); },
           "Empties the table (keeps layout, capacity and max_kicks; zeroes the totals).");
   cls.def("merge", [](self_t& self, self_t& other) {

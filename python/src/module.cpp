@@ -112,20 +112,6 @@ void translate(const std::exception_ptr& p, void*) {
 
 // --- Helpers ---------------------------------------------------------------------
 
-// Skips the attribute probes of is_device_array for the common host inputs.
-bool device_keys(nb::handle keys) {
-  PyObject* o = keys.ptr();
-  if (PyArray_Check(o) || PyLong_Check(o) || PyUnicode_Check(o) || PyBytes_Check(o) ||
-      PyList_Check(o) || PyTuple_Check(o))
-    return false;
-  return is_device_array(keys);
-}
-
-void no_stream_for_host(nb::handle stream) {
-  if (!stream.is_none())
-    throw nb::value_error("stream is for device keys (CuPy, PyTorch, ...); these keys are in host memory");
-}
-
 // The bytes of any buffer (bytes, bytearray, memoryview, NumPy uint8 ...).
 struct byte_view {
   Py_buffer view{};

@@ -264,3 +264,156 @@ def test_device_strings_match_host_strings(cupy):
     cpu.add(words)
     f.synchronize()
     assert np.array_equal(f.copy("cpu").words(), cpu.words())
+
+
+# --- The other kinds: counting, scaling and cuckoo filters take device keys too ------------
+
+def _kinds_on(backend):
+    return (gbf.CountingFilter(10_000, 0.01, backend=backend),
+            gbf.ScalingFilter(1_000, 0.01, backend=backend),
+            gbf.CuckooFilter(10_000, 0.01, backend=backend))
+
+
+def _calls(f, keys, **kw):
+    """Every batch call of f's kind on keys (name, thunk)."""
+    calls = [("add", lambda: f.add(keys, **kw)), ("contains", lambda: f.contains(keys, **kw)),
+             ("count", lambda: f.count(keys, **kw)), ("select", lambda: f.select(keys, **kw)),
+             ("remove", lambda: f.remove(keys, **kw)) if hasattr(f, "remove") else None,
+             ("approximate_count", lambda: f.approximate_count(keys, **kw)) if hasattr(f, "approximate_count") else None,
+             ("add_new", lambda: f.add_new(keys, **kw)) if hasattr(f, "add_new") else None]
+    return [c for c in calls if c is not None]
+
+
+def test_device_keys_on_a_cpu_filter_of_any_kind_are_refused_and_change_nothing():
+    keys = FakeCudaArray(np.arange(10, dtype=np.uint64))
+    strings = gbf.DeviceStrings(FakeCudaArray(np.array([0, 1, 3], dtype=np.int32)),
+                                FakeCudaArray(np.frombuffer(b"abc", dtype=np.uint8)))
+    for f in _kinds_on("cpu"):
+        before = f.to_bytes()
+        for batch in (keys, strings):
+            for name, call in _calls(f, batch):
+                with pytest.raises(gbf.InvalidArgument, match="device memory but this filter uses the CPU"):
+                    call()
+        with pytest.raises(TypeError, match="one host key"):
+            keys in f
+        assert f.to_bytes() == before, type(f).__name__
+
+
+def test_a_stream_for_host_keys_is_refused_by_every_kind():
+    for f in _kinds_on("cpu"):
+        for name, call in _calls(f, np.arange(10, dtype=np.uint64), stream=0):
+            with pytest.raises(ValueError, match="stream is for device keys"):
+                call()
+        assert f.count(np.arange(10, dtype=np.uint64)) == 0, type(f).__name__
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint64"])
+def test_counting_filter_answers_device_keys_as_host_keys(cupy, dtype):
+    rng = np.random.default_rng(11)
+    host = rng.integers(0, 2**31 - 1, size=200_000).astype(dtype)
+    probe = np.concatenate([host[:50_000], rng.integers(0, 2**31 - 1, size=50_000).astype(dtype)])
+    gpu = gbf.CountingFilter(200_000, 0.01, backend="gpu")
+    cpu = gbf.CountingFilter(200_000, 0.01, backend="cpu")
+    gpu.add(cupy.asarray(host))
+    gpu.add(cupy.asarray(host[:1000]))  # counts of 2
+    cpu.add(host)
+    cpu.add(host[:1000])
+    assert np.array_equal(gpu.counters(), cpu.counters())
+    keys = cupy.asarray(probe)
+    found = gpu.contains(keys)
+    assert isinstance(found, cupy.ndarray) and found.dtype == cupy.bool_
+    assert np.array_equal(cupy.asnumpy(found), cpu.contains(probe))
+    assert gpu.count(keys) == cpu.count(probe)
+    assert np.array_equal(cupy.asnumpy(gpu.select(keys)), cpu.select(probe))
+    counts = gpu.approximate_count(keys)
+    assert counts.dtype == cupy.uint8
+    assert np.array_equal(cupy.asnumpy(counts), cpu.approximate_count(probe))
+    removed = cupy.asarray(host[:2000])
+    assert gpu.remove(removed) == cpu.remove(host[:2000])
+    assert np.array_equal(cupy.asnumpy(gpu.remove(removed, per_key=True)), cpu.remove(host[:2000], per_key=True))
+    gpu.remove(cupy.asarray(host[5000:6000]), unchecked=True)
+    cpu.remove(host[5000:6000], unchecked=True)
+    assert np.array_equal(gpu.counters(), cpu.counters())
+    assert gpu.stats() == cpu.stats()
+
+
+def test_scaling_filter_answers_device_keys_as_host_keys(cupy):
+    rng = np.random.default_rng(12)
+    host = rng.integers(0, 2**63, size=20_000, dtype=np.int64)
+    gpu = gbf.ScalingFilter(2_000, 0.01, backend="gpu")
+    cpu = gbf.ScalingFilter(2_000, 0.01, backend="cpu")
+    for batch in np.array_split(host, 4):
+        assert gpu.add(cupy.asarray(batch)) == cpu.add(batch)
+    batch = np.concatenate([host[:100], rng.integers(0, 2**63, size=5_000, dtype=np.int64)])
+    is_new = gpu.add_new(cupy.asarray(batch))
+    assert isinstance(is_new, cupy.ndarray)
+    assert np.array_equal(cupy.asnumpy(is_new), cpu.add_new(batch))
+    assert gpu.stats().num_levels == cpu.stats().num_levels > 1
+    for level in range(cpu.stats().num_levels):
+        assert np.array_equal(gpu.level_words(level), cpu.level_words(level)), level
+    probe = np.concatenate([host[::7], rng.integers(0, 2**63, size=50_000, dtype=np.int64)])
+    keys = cupy.asarray(probe)
+    assert np.array_equal(cupy.asnumpy(gpu.contains(keys)), cpu.contains(probe))
+    assert gpu.count(keys) == cpu.count(probe)
+    assert np.array_equal(cupy.asnumpy(gpu.select(keys)), cpu.select(probe))
+    full = gbf.ScalingFilter(100, 0.01, backend="gpu", non_scaling=True)
+    with pytest.raises(gbf.FilterFull):
+        full.add(cupy.arange(1_000, dtype=cupy.uint64))
+    assert full.stats().keys_inserted == 0
+
+
+def test_cuckoo_filter_answers_device_keys_as_host_keys(cupy):
+    rng = np.random.default_rng(13)
+    host = rng.integers(0, 2**63, size=50_000, dtype=np.int64)
+    gpu = gbf.CuckooFilter(60_000, 0.01, backend="gpu")
+    cpu = gbf.CuckooFilter(60_000, 0.01, backend="cpu")
+    assert gpu.add(cupy.asarray(host), deterministic=True) is None
+    cpu.add(host, deterministic=True)
+    assert np.array_equal(gpu.words(), cpu.words())
+    batch = np.concatenate([host[:100], rng.integers(0, 2**63, size=1_000, dtype=np.int64)])
+    status = gpu.add(cupy.asarray(batch), unique=True, deterministic=True)
+    assert isinstance(status, cupy.ndarray) and status.dtype == cupy.uint8
+    assert np.array_equal(cupy.asnumpy(status), cpu.add(batch, unique=True, deterministic=True))
+    assert np.array_equal(gpu.words(), cpu.words())
+    probe = np.concatenate([host[::5], rng.integers(0, 2**63, size=20_000, dtype=np.int64)])
+    keys = cupy.asarray(probe)
+    assert np.array_equal(cupy.asnumpy(gpu.contains(keys)), cpu.contains(probe))
+    assert gpu.count(keys) == cpu.count(probe)
+    assert np.array_equal(cupy.asnumpy(gpu.select(keys)), cpu.select(probe))
+    assert np.array_equal(cupy.asnumpy(gpu.approximate_count(keys)), cpu.approximate_count(probe))
+    removed = gpu.remove(cupy.asarray(host[:3000]), per_key=True)
+    assert np.array_equal(cupy.asnumpy(removed), cpu.remove(host[:3000], per_key=True))
+    assert gpu.remove(cupy.asarray(host[3000:4000])) == cpu.remove(host[3000:4000])
+    assert np.array_equal(gpu.words(), cpu.words())
+    tiny = gbf.CuckooFilter(100, 0.01, backend="gpu")
+    with pytest.raises(gbf.FilterFull) as full:
+        tiny.add(cupy.arange(10_000, dtype=cupy.uint64))
+    assert full.value.not_inserted == tiny.stats().failed_inserts > 0
+
+
+def test_every_kind_takes_device_strings_and_a_stream(cupy):
+    words = [f"key-{i}".encode() for i in range(5_000)]
+    offsets = np.zeros(len(words) + 1, dtype=np.int32)
+    offsets[1:] = np.cumsum([len(w) for w in words])
+    strings = gbf.DeviceStrings(cupy.asarray(offsets), cupy.asarray(np.frombuffer(b"".join(words), dtype=np.uint8)))
+    stream = cupy.cuda.Stream(non_blocking=True)
+    for gpu, cpu in zip(_kinds_on("gpu"), _kinds_on("cpu")):
+        gpu.add(strings, stream=stream)
+        cpu.add(words)
+        found = gpu.contains(strings, stream=stream)
+        assert bool(found.all()), type(gpu).__name__  # synchronous: ready on return
+        assert gpu.to_bytes() == cpu.to_bytes() or isinstance(gpu, gbf.CuckooFilter), type(gpu).__name__
+        assert gpu.count(strings) == cpu.count(words)
+
+
+def test_kinds_answer_torch_keys_with_torch_tensors():
+    if not gpu_available:
+        pytest.skip(f"no GPU: {gpu_reason}")
+    torch = pytest.importorskip("torch", reason="the PyTorch test needs torch with CUDA")
+    keys = torch.arange(5_000, dtype=torch.int64, device="cuda")
+    for f in _kinds_on("gpu"):
+        f.add(keys)
+        found = f.contains(keys)
+        assert isinstance(found, torch.Tensor) and found.is_cuda and bool(found.all()), type(f).__name__
+        rows = f.select(keys)
+        assert isinstance(rows, torch.Tensor) and rows.dtype == torch.int64 and rows.numel() == 5_000

@@ -119,7 +119,7 @@ def test_counting_files_and_pickle_round_trip(rng, tmp_path):
         gbf.CountingFilter(100, 0.01, counter_bits=5)
 
 
-def test_counting_refuses_device_arrays_and_bad_keys():
+def test_counting_refuses_objects_that_are_not_keys():
     f = gbf.CountingFilter(100, 0.01, backend="cpu")
     with pytest.raises(TypeError):
         f.add(object())
