@@ -6,6 +6,7 @@
 #include <string>
 
 #include "gbf/backend.hpp"
+#include "gbf/error.hpp"
 
 namespace gbf::detail {
 
@@ -19,6 +20,41 @@ void require_sync(const call_options& call);
 /// query_gpu() finds one, else the CPU; for automatic, `reason` receives why
 /// ("auto: no GPU (no CUDA driver)"); an explicit choice leaves it untouched.
 backend resolve(const options& opts, std::string* reason);
+
+/// place() with the choice made: `resolved` and `reason` as resolve() gave them for a
+/// caller who asked for `asked` (apart so that the fallback is tested without a GPU).
+template <class MakeGpu, class MakeCpu>
+auto place_resolved(backend asked, backend resolved, const std::string& reason,
+                    std::string& description, MakeGpu&& make_gpu, MakeCpu&& make_cpu)
+    -> decltype(make_cpu()) {
+  const auto with_reason = [&](auto impl, const std::string& why) {
+    if (!why.empty()) description += "; " + why;
+    return impl;
+  };
+  if (resolved != backend::gpu) return with_reason(make_cpu(), reason);
+  try {
+    return with_reason(make_gpu(), reason);
+  } catch (const allocation_error& e) {
+    // By now the GPU backend's partial allocations are released (unwinding is done).
+    if (asked != backend::automatic) throw;
+    return with_reason(make_cpu(), "auto: GPU present but it could not hold this filter (" +
+                                       std::string(e.what()) + "), so the CPU");
+  }
+}
+
+/// A filter's backend where `opts` asks (resolve): make_gpu() or make_cpu(), each making
+/// it and writing `description`, to which the reason for an automatic choice is added.
+/// backend::automatic falls back to the CPU when the GPU's memory cannot hold the filter
+/// (allocation_error from make_gpu): it means the best place that works, and only an
+/// explicit backend::gpu fails for want of GPU memory. Errors: make_cpu's, and make_gpu's
+/// other than that allocation_error.
+template <class MakeGpu, class MakeCpu>
+auto place(const options& opts, std::string& description, MakeGpu&& make_gpu, MakeCpu&& make_cpu)
+    -> decltype(make_cpu()) {
+  std::string reason;
+  const backend resolved = resolve(opts, &reason);
+  return place_resolved(opts.where, resolved, reason, description, make_gpu, make_cpu);
+}
 
 /// "1.5 GiB", "256.0 KiB", "96 B": a byte count for people (one decimal above bytes).
 std::string format_bytes(std::uint64_t bytes);

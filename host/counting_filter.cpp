@@ -28,13 +28,9 @@ void check_counting_layout(const layout& l, std::uint32_t counter_bits) {
 std::unique_ptr<detail::counting_backend> place(const layout& l, std::uint32_t counter_bits,
                                                 const options& opts, std::string& description) {
   check_counting_layout(l, counter_bits);
-  std::string reason;
-  std::unique_ptr<detail::counting_backend> impl =
-      detail::resolve(opts, &reason) == backend::gpu
-          ? detail::make_gpu_counting(l, counter_bits, opts, &description)
-          : detail::make_cpu_counting(l, counter_bits, opts, &description);
-  if (!reason.empty()) description += "; " + reason;
-  return impl;
+  return detail::place(
+      opts, description, [&] { return detail::make_gpu_counting(l, counter_bits, opts, &description); },
+      [&] { return detail::make_cpu_counting(l, counter_bits, opts, &description); });
 }
 
 std::string counting_text(const layout& l, std::uint32_t counter_bits) {

@@ -40,13 +40,9 @@ placed_backend place(const cuckoo_layout& l, std::uint32_t max_kicks, const opti
     throw invalid_argument(std::string("invalid cuckoo layout: ") + problem);
   check_max_kicks(max_kicks);
   placed_backend placed;
-  std::string reason;
-  if (detail::resolve(opts, &reason) == backend::gpu) {
-    placed.impl = detail::make_gpu_cuckoo(l, max_kicks, opts, &placed.description);
-  } else {
-    placed.impl = detail::make_cpu_cuckoo(l, max_kicks, opts, &placed.description);
-  }
-  if (!reason.empty()) placed.description += "; " + reason;
+  placed.impl = detail::place(
+      opts, placed.description, [&] { return detail::make_gpu_cuckoo(l, max_kicks, opts, &placed.description); },
+      [&] { return detail::make_cpu_cuckoo(l, max_kicks, opts, &placed.description); });
   return placed;
 }
 

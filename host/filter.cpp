@@ -30,13 +30,9 @@ placed_backend place(const layout& l, const options& opts) {
   if (const char* problem = layout_problem(l))
     throw invalid_argument(std::string("invalid layout: ") + problem);
   placed_backend placed;
-  std::string reason;
-  if (detail::resolve(opts, &reason) == backend::gpu) {
-    placed.impl = detail::make_gpu_bloom(l, opts, &placed.description);
-  } else {
-    placed.impl = detail::make_cpu_bloom(l, opts, &placed.description);
-  }
-  if (!reason.empty()) placed.description += "; " + reason;
+  placed.impl = detail::place(
+      opts, placed.description, [&] { return detail::make_gpu_bloom(l, opts, &placed.description); },
+      [&] { return detail::make_cpu_bloom(l, opts, &placed.description); });
   return placed;
 }
 

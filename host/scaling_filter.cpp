@@ -170,13 +170,9 @@ struct placed_chain {
 
 placed_chain place(const shape& s, const options& opts) {
   placed_chain placed;
-  std::string reason;
-  if (detail::resolve(opts, &reason) == backend::gpu) {
-    placed.impl = detail::make_gpu_scaling(s, opts, &placed.description);
-  } else {
-    placed.impl = detail::make_cpu_scaling(s, opts, &placed.description);
-  }
-  if (!reason.empty()) placed.description += "; " + reason;
+  placed.impl = detail::place(
+      opts, placed.description, [&] { return detail::make_gpu_scaling(s, opts, &placed.description); },
+      [&] { return detail::make_cpu_scaling(s, opts, &placed.description); });
   return placed;
 }
 
@@ -379,8 +375,10 @@ std::uint64_t scaling_filter::add_keys(const key_batch& keys, bool* is_new,
     // counted from the bits (one probe, on this error path only), so that
     // not_inserted is the keys of the batch the chain does not hold.
     const std::uint64_t inserted = keys_inserted() - held_before;
-    const std::uint64_t absent =
-        detail::keys_to_count(batch) - impl().count(batch, nullptr, {call.what, call.stream, false});
+    // count first: it synchronizes the stream, which waits for the validity
+    // bitmap's producer, before keys_to_count copies the bitmap on another stream.
+    const std::uint64_t present = impl().count(batch, nullptr, {call.what, call.stream, false});
+    const std::uint64_t absent = detail::keys_to_count(batch) - present;
     throw filter_full(std::string(call.what) + ": " + e.what() + "; " + std::to_string(inserted) +
                           " keys of the batch were inserted before it, " + std::to_string(absent) +
                           " are not in the chain (contains() says which)",
@@ -401,8 +399,10 @@ std::uint64_t scaling_filter::add_bounded(const key_batch& batch, bool* is_new,
   const scaling_level& only = levels_.front();
   const std::uint64_t room = only.capacity - only.keys;
   if (batch.count <= room) return impl().add(batch, is_new, call, config_, levels_);
-  const std::uint64_t valid = detail::keys_to_count(batch);
+  // count before keys_to_count (see add_keys' error path): a device validity
+  // bitmap is read only once the stream, ordered after its producer, is done.
   const std::uint64_t present = impl().count(batch, nullptr, {call.what, call.stream, false});
+  const std::uint64_t valid = detail::keys_to_count(batch);
   if (valid - present <= room) return impl().add(batch, is_new, call, config_, levels_);
 
   std::vector<scaling_level> trial = levels_;

@@ -13,7 +13,8 @@ namespace gbf {
 using stream_t = CUstream_st*;
 
 /// Where a filter's bits live and its operations run. automatic: the GPU when
-/// the machine has a usable one, else the CPU.
+/// the machine has a usable one whose memory can hold the filter, else the CPU
+/// (description() says why); gpu throws allocation_error where it cannot.
 enum class backend { cpu, gpu, automatic };
 
 /// Which CPU kernel runs: the portable scalar one, AVX2, AVX-512, or the best

@@ -139,7 +139,7 @@ class _PrunerBase:
     def _prune(self, keys: Any, validity: Any, per_key: bool) -> Tuple[Any, Any, Any, int]: ...
 
 
-# --- Other filter kinds (python/src/kinds.cpp): host keys only ------------------------------
+# --- Other filter kinds (python/src/kinds.cpp) ----------------------------------------------
 
 cuckoo_default_max_kicks: int
 

@@ -11,8 +11,9 @@ str, bytes or NumPy scalar), for which answers come back as Python scalars. Null
 are never added, removed nor found.
 
 Device keys (CuPy, PyTorch, DLPack, gbf.DeviceStrings) run on a GPU filter as they do on a
-gbf.Filter, on the stream `stream=` names (else the framework's current stream), with
-per-key answers as device arrays of the keys' kind. Unlike gbf.Filter's add and contains,
+gbf.Filter (without out=), on the stream `stream=` names (else the framework's current
+stream), with per-key answers in new device memory (CuPy for CuPy keys, torch for torch
+keys, else an object with __dlpack__). Unlike gbf.Filter's add and contains,
 every call here is synchronous: it returns when its work is done. Device keys on a CPU
 filter raise gbf.InvalidArgument.
 
@@ -447,7 +448,7 @@ class CuckooFilter(_FileBacked, _core.CuckooFilterBase):
         deterministic=True: the table depends only on the table before and the batch's keys
         (the same on CPU and GPU), not on thread timing."""
         status = self._add(keys, unique, deterministic, stream)
-        if unique and not hasattr(status, "shape"):
+        if unique and isinstance(status, int):  # one host key; arrays (any kind) as they are
             return CuckooStatus(status)
         return status
 

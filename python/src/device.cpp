@@ -506,8 +506,9 @@ device_buffer::~device_buffer() {
   int previous = -1;
   const bool switched = cudaGetDevice(&previous) == cudaSuccess && previous != device &&
                         cudaSetDevice(device) == cudaSuccess;
-  cudaFree(data);
-  if (switched) cudaSetDevice(previous);
+  // A failure (e.g. at interpreter exit) must not linger as the next launch's error.
+  if (cudaFree(data) != cudaSuccess) cudaGetLastError();
+  if (switched && cudaSetDevice(previous) != cudaSuccess) cudaGetLastError();
 }
 
 device_result result_for(const device_batch& keys, nb::handle out, std::size_t itemsize,

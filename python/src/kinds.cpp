@@ -595,9 +595,6 @@ void bind_cuckoo(nb::module_& m) {
   // unique=False: CF.ADD over every chunk, then filter_full naming the keys of the whole
   // batch that found no room (the others are inserted, as the library's add). unique=True:
   // CF.ADDNX, the per-key status array (cuckoo_status values), never filter_full.
-  // unique=False: CF.ADD over every chunk, then filter_full naming the keys of the whole
-  // batch that found no room (the others are inserted, as the library's add). unique=True:
-  // CF.ADDNX, the per-key status array (cuckoo_status values), never filter_full.
   cls.def("_add", [](self_t& self, nb::handle keys, bool unique, bool deterministic, nb::handle stream) {
     cuckoo_add_options how;
     how.unique = unique;

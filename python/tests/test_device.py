@@ -417,3 +417,23 @@ def test_kinds_answer_torch_keys_with_torch_tensors():
         assert isinstance(found, torch.Tensor) and found.is_cuda and bool(found.all()), type(f).__name__
         rows = f.select(keys)
         assert isinstance(rows, torch.Tensor) and rows.dtype == torch.int64 and rows.numel() == 5_000
+
+
+def test_kinds_answer_dlpack_only_keys_with_dlpack_objects(cupy):
+    keys = cupy.arange(1000, dtype=cupy.uint64)
+
+    class DLPackOnly:
+        def __dlpack__(self, **kwargs):
+            return keys.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return keys.__dlpack_device__()
+
+    f = gbf.CuckooFilter(10_000, 0.01, backend="gpu")
+    status = f.add(DLPackOnly(), unique=True)  # neither CuPy nor torch: no .shape
+    assert hasattr(status, "__dlpack__")
+    assert np.array_equal(cupy.asnumpy(cupy.from_dlpack(status)), np.full(1000, gbf.CuckooStatus.INSERTED))
+    assert f.stats().keys_added == 1000
+    counting = gbf.CountingFilter(10_000, 0.01, backend="gpu")
+    counting.add(DLPackOnly())
+    assert bool(cupy.from_dlpack(counting.contains(DLPackOnly())).all())

@@ -1,9 +1,11 @@
 // Placing a backend (host/backend.hpp): backend::automatic is the GPU when
 // query_gpu() finds one, else the CPU, with the reason; explicit choices are
-// taken as given; _async calls are refused on the CPU; a GPU backend cannot be
-// made without a GPU. Runs on any machine: each case says what it needs.
+// taken as given; automatic falls back to the CPU when the GPU cannot hold the
+// filter; _async calls are refused on the CPU; a GPU backend cannot be made
+// without a GPU. Runs on any machine: each case says what it needs.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 
 #include "tests/support.hpp"
@@ -42,6 +44,86 @@ TEST(Resolve, AutomaticIsTheGpuWhenPresentElseTheCpuSayingWhy) {
     EXPECT_EQ(reason, "auto: no GPU (" + gpu.description + ")");
   }
   EXPECT_EQ(resolve(options{}, nullptr), chosen);
+}
+
+// place_resolved with stand-in backends: which maker ran, and what it left in the description.
+struct placement {
+  std::unique_ptr<backend> impl;
+  std::string description;
+  int gpu_tries = 0;
+  int cpu_tries = 0;
+};
+
+template <class GpuFailure>
+placement place_with(backend asked, backend resolved, const std::string& reason, const GpuFailure& failure,
+                     bool cpu_fails = false) {
+  placement p;
+  p.impl = place_resolved(
+      asked, resolved, reason, p.description,
+      [&]() -> std::unique_ptr<backend> {
+        ++p.gpu_tries;
+        p.description = "GPU 0";
+        failure();
+        return std::make_unique<backend>(backend::gpu);
+      },
+      [&]() -> std::unique_ptr<backend> {
+        ++p.cpu_tries;
+        if (cpu_fails) throw allocation_error("cannot allocate 64 bytes of host memory", 64);
+        p.description = "CPU";
+        return std::make_unique<backend>(backend::cpu);
+      });
+  return p;
+}
+
+const auto gpu_works = [] {};
+const auto gpu_memory_full = [] { throw allocation_error("cannot allocate 96 bytes of device memory", 96); };
+
+TEST(Place, AutomaticFallsBackToTheCpuWhenTheGpuCannotHoldTheFilter) {
+  const placement p = place_with(backend::automatic, backend::gpu, "auto: GPU present", gpu_memory_full);
+  ASSERT_NE(p.impl, nullptr);
+  EXPECT_EQ(*p.impl, backend::cpu);
+  EXPECT_EQ(p.gpu_tries, 1);
+  EXPECT_EQ(p.cpu_tries, 1);
+  EXPECT_EQ(p.description,
+            "CPU; auto: GPU present but it could not hold this filter (cannot allocate 96 bytes of "
+            "device memory), so the CPU");
+}
+
+TEST(Place, AutomaticTakesTheGpuWhenItHoldsTheFilter) {
+  const placement p = place_with(backend::automatic, backend::gpu, "auto: GPU present", gpu_works);
+  EXPECT_EQ(*p.impl, backend::gpu);
+  EXPECT_EQ(p.cpu_tries, 0);
+  EXPECT_EQ(p.description, "GPU 0; auto: GPU present");
+}
+
+TEST(Place, AnExplicitGpuChoiceFailsForWantOfGpuMemory) {
+  placement p;
+  EXPECT_THROW(p = place_with(backend::gpu, backend::gpu, "", gpu_memory_full), allocation_error);
+  EXPECT_EQ(p.impl, nullptr);
+}
+
+TEST(Place, OtherGpuErrorsAreNotHiddenByTheFallback) {
+  const auto gpu_broken = [] { throw cuda_error("cudaMalloc failed: an illegal memory access", 700); };
+  EXPECT_THROW(place_with(backend::automatic, backend::gpu, "auto: GPU present", gpu_broken), cuda_error);
+}
+
+TEST(Place, TheCpusOwnAllocationFailureReachesTheCaller) {
+  try {
+    place_with(backend::automatic, backend::gpu, "auto: GPU present", gpu_memory_full, /*cpu_fails=*/true);
+    FAIL() << "no error when neither side could hold the filter";
+  } catch (const allocation_error& e) {
+    EXPECT_EQ(std::string(e.what()), "cannot allocate 64 bytes of host memory");
+  }
+}
+
+TEST(Place, TheCpuIsTakenAsResolvedWithTheReason) {
+  for (backend asked : {backend::cpu, backend::automatic}) {
+    const std::string reason = asked == backend::automatic ? "auto: no GPU (no CUDA driver)" : "";
+    const placement p = place_with(asked, backend::cpu, reason, gpu_works);
+    EXPECT_EQ(*p.impl, backend::cpu);
+    EXPECT_EQ(p.gpu_tries, 0);
+    EXPECT_EQ(p.description, reason.empty() ? "CPU" : "CPU; " + reason);
+  }
 }
 
 TEST(Backend, NamesAreShort) {
