@@ -27,7 +27,8 @@
 #              cross-checks of gbf parquet / gbf join                                ~3
 #   gtest      the GoogleTest suite alone (the first item of tests, same checks)    ~1
 #   python     the Python package's pytest suite (CuPy, PyTorch, pyarrow device
-#              tests included) against the carried wheel                             ~2
+#              tests included) against the carried wheel, then `python -m gbf bench`
+#              on the GPU (Python against C++ per call)                               ~3
 #   sanitize   compute-sanitizer memcheck, racecheck, synccheck and initcheck on
 #              the GPU tests (SANITIZE_TOOLS picks a subset)                          ~6
 #   sweep      gbf bench --full without cpu1 (JSON, and a gnuplot script: the
@@ -159,7 +160,11 @@ case $stage in
   python)
     install_wheels
     run python timeout --kill-after=10 "${PYTHON_TIMEOUT:-560}" env LD_LIBRARY_PATH="$python_libs" \
-      PYTHONPATH=/tmp/gbf-site GBF_CLI="$gbf" python3 -m pytest -q -rs python/tests ;;
+      PYTHONPATH=/tmp/gbf-site GBF_CLI="$gbf" python3 -m pytest -q -rs python/tests
+    # Python against C++ per call on the GPU (the result's allocation included).
+    run python_bench timeout --kill-after=10 120 env LD_LIBRARY_PATH="$python_libs" PYTHONPATH=/tmp/gbf-site \
+      python3 -m gbf bench --backends gpu-device,gpu-host --batches 1e3,1e5,1e7 --filter-mib 64 \
+      --min-seconds 0.1 --json "$out/python-bench.json" ;;
   sanitize)
     # GpuBackend.CudaErrorsNameTheCall makes an invalid cudaMemcpy on purpose (the
     # sanitizer would count its API error); every other CUDA error is a real one.

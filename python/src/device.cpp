@@ -33,13 +33,17 @@
 // S already holds and they return when it is done, so nothing is left to keep alive.
 //
 // Results are device arrays: `out=` when given (a device bool/uint8 array of n items),
-// else memory from cudaMalloc, freed with cudaFree when the result is dropped, returned
-// as a CuPy array for CuPy keys, a torch tensor for torch keys, and otherwise as an
-// object with __dlpack__ / __dlpack_device__ (cupy.from_dlpack, torch.from_dlpack).
+// else for CuPy keys a CuPy array from its memory pool, for torch keys a torch tensor
+// from its caching allocator (no cudaMalloc per call, and no cudaFree, which waits for
+// the whole device, when the result is dropped), and for other keys memory from
+// cudaMalloc, freed with cudaFree when the result is dropped, as an object with
+// __dlpack__ / __dlpack_device__ (cupy.from_dlpack, torch.from_dlpack).
 // An async contains keeps its result's memory (and out's exported view) alive until
 // its work is done, as it keeps the keys.
 //
-// This file is compiled without a GPU in CI and has not yet run on one.
+// This file is compiled without a GPU in CI. It ran on an H100 on 2026-11-23 (the pytest
+// suite); the other kinds' device calls and the framework-allocated results came later
+// and have not yet run on a GPU.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/ndarray.h>
@@ -511,12 +515,38 @@ device_buffer::~device_buffer() {
   if (switched && cudaSetDevice(previous) != cudaSuccess) cudaGetLastError();
 }
 
-device_result result_for(const device_batch& keys, nb::handle out, std::size_t itemsize,
-                         const char* what) {
+namespace {
+
+// keys.count items of `item` from the keys' framework's allocator, on the keys' GPU, and
+// their address; a null object for keys of another kind (or a framework not imported).
+std::pair<nb::object, void*> framework_result(const device_batch& keys, result_item item) {
+  const std::string framework = framework_of(keys.family);
+  if (framework == "cupy") {
+    nb::object cupy = imported("cupy");
+    if (!cupy.is_valid()) return {};
+    const char* dtype = item == result_item::boolean ? "bool_" : item == result_item::uint8 ? "uint8" : "int64";
+    device_scope on_keys_gpu(keys.device);  // CuPy allocates on the current device
+    nb::object made = cupy.attr("empty")(keys.count, nb::arg("dtype") = cupy.attr(dtype));
+    return {made, reinterpret_cast<void*>(nb::cast<std::uintptr_t>(made.attr("data").attr("ptr")))};
+  }
+  if (framework == "torch") {
+    nb::object torch = imported("torch");
+    if (!torch.is_valid() || !has_attr(keys.family, "device")) return {};
+    const char* dtype = item == result_item::boolean ? "bool" : item == result_item::uint8 ? "uint8" : "int64";
+    nb::object made = torch.attr("empty")(keys.count, nb::arg("dtype") = torch.attr(dtype),
+                                          nb::arg("device") = keys.family.attr("device"));
+    return {made, reinterpret_cast<void*>(nb::cast<std::uintptr_t>(made.attr("data_ptr")()))};
+  }
+  return {};
+}
+
+}  // namespace
+
+device_result result_for(const device_batch& keys, nb::handle out, result_item item, const char* what) {
   device_result r;
   if (!out.is_none()) {
     device_array o = read_device_array(out, keys.stream, "out");
-    if (itemsize != 1 || o.itemsize != 1 || (o.kind != 'b' && o.kind != 'u' && o.kind != 'i') ||
+    if (item == result_item::int64 || o.itemsize != 1 || (o.kind != 'b' && o.kind != 'u' && o.kind != 'i') ||
         o.read_only || o.count != keys.count)
       throw nb::value_error((std::string(what) + ": out must be a writable device array of " +
                              std::to_string(keys.count) + " bool or uint8 items").c_str());
@@ -531,6 +561,17 @@ device_result result_for(const device_batch& keys, nb::handle out, std::size_t i
     r.keep = o.owner;  // for DLPack, the capsule whose deleter frees the exported view
     return r;
   }
+  // The framework's allocator ties the memory to its current stream; nothing frees it
+  // while work on another stream S writes it: a synchronous call returns after S is
+  // done, and an _async one keeps r.keep (the array) until an event after its work.
+  auto [made, address] = framework_result(keys, item);
+  if (made.is_valid()) {
+    r.data = address;
+    r.array = made;
+    r.keep = made;
+    return r;
+  }
+  const std::size_t itemsize = item == result_item::int64 ? sizeof(std::int64_t) : 1;
   r.buffer = std::make_shared<device_buffer>(keys.count * itemsize, keys.device);
   r.data = r.buffer->data;
   auto* shared = new std::shared_ptr<device_buffer>(r.buffer);
@@ -620,7 +661,7 @@ void device_add(py_filter& self, nb::handle keys_obj, nb::handle stream) {
 nb::object device_contains(py_filter& self, nb::handle keys_obj, nb::handle out, nb::handle stream) {
   require_gpu_filter(self.f.where());
   device_batch keys = read_device_batch(keys_obj, stream);
-  device_result r = result_for(keys, out, 1, "contains");
+  device_result r = result_for(keys, out, result_item::boolean, "contains");
   {
     nb::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(self.mutex);
@@ -637,7 +678,7 @@ nb::object device_contains(py_filter& self, nb::handle keys_obj, nb::handle out,
 nb::object device_add_new(py_filter& self, nb::handle keys_obj, nb::handle out, nb::handle stream) {
   require_gpu_filter(self.f.where());
   device_batch keys = read_device_batch(keys_obj, stream);
-  device_result r = result_for(keys, out, 1, "add_new");
+  device_result r = result_for(keys, out, result_item::boolean, "add_new");
   {
     nb::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(self.mutex);
@@ -673,7 +714,7 @@ std::vector<double> device_time_op(py_filter& self, nb::handle keys_obj, const s
                                    std::size_t calls) {
   require_gpu_filter(self.f.where());
   device_batch keys = read_device_batch(keys_obj, nb::none());
-  device_result found = result_for(keys, nb::none(), 1, "_time_device_op");
+  device_result found = result_for(keys, nb::none(), result_item::boolean, "_time_device_op");
   std::vector<double> seconds;
   seconds.reserve(calls);
   nb::gil_scoped_release release;
@@ -788,7 +829,7 @@ nb::tuple arrow_device_strings(nb::handle) {
 device_batch read_device_batch(nb::handle, nb::handle) {
   throw no_gpu("this gbf was built without CUDA: device keys need a build with nvcc");
 }
-device_result result_for(const device_batch&, nb::handle, std::size_t, const char*) {
+device_result result_for(const device_batch&, nb::handle, result_item, const char*) {
   throw no_gpu("this gbf was built without CUDA: device keys need a build with nvcc");
 }
 nb::object same_family(nb::handle, nb::object result) { return result; }

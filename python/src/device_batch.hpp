@@ -92,26 +92,39 @@ struct device_buffer {
   device_buffer& operator=(const device_buffer&) = delete;
 };
 
-/// A per-key result: `out` (checked) or a new device buffer.
+/// A per-key result: `out` (checked), a new array of the keys' framework, or a new
+/// device buffer.
 struct device_result {
   void* data = nullptr;
-  nb::object array;  ///< `out`, or null until wrap_result
+  nb::object array;  ///< `out` or the framework's array; null until wrap_result otherwise
   std::shared_ptr<device_buffer> buffer;
   nb::object keep;   ///< what stream-ordered work writing the result keeps alive
 };
 
+/// The item type of a result: answers (bool), counts and statuses (uint8), rows (int64).
+enum class result_item { boolean, uint8, int64 };
+
 /// `out` when given (a writable device bool/uint8 array of keys.count items on the keys'
-/// GPU, else ValueError naming `what`), else a new buffer of keys.count x itemsize bytes.
-device_result result_for(const device_batch& keys, nb::handle out, std::size_t itemsize,
-                         const char* what);
+/// GPU, else ValueError naming `what`; only for boolean and uint8 results). Else
+/// keys.count items of `item`: for CuPy and torch keys an empty array from that
+/// framework's allocator (its memory pool / caching allocator: no cudaMalloc per call,
+/// and no cudaFree, which waits for the whole device, when the result is dropped), for
+/// other keys a new device_buffer.
+device_result result_for(const device_batch& keys, nb::handle out, result_item item, const char* what);
 
 /// `result` (a DLPack-capable array) as the kind of array `keys` is: CuPy, torch, or itself.
 nb::object same_family(nb::handle keys, nb::object result);
 
-/// The first `count` items of a result as a device array of T (`out` itself when given).
+/// The first `count` items of a result as a device array of T: `out` or the framework's
+/// array itself (a view of its first `count` items when shorter, for select's rows).
 template <class T>
 nb::object wrap_result(const device_batch& keys, device_result& r, std::size_t count) {
-  if (r.array.is_valid()) return r.array;
+  if (r.array.is_valid()) {
+    if (count == keys.count) return r.array;
+    nb::object first = nb::steal(PySlice_New(nb::int_(0).ptr(), nb::int_(count).ptr(), nullptr));
+    if (!first.is_valid()) throw nb::python_error();
+    return r.array[first];
+  }
   auto* keep = new std::shared_ptr<device_buffer>(r.buffer);
   nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<std::shared_ptr<device_buffer>*>(p); });
   std::size_t shape[1] = {count};
@@ -129,7 +142,7 @@ template <class Self>
 nb::object select_rows(Self& self, nb::handle keys_obj, nb::handle stream) {
   require_gpu_filter(self.f.where());
   const device_batch keys = read_device_batch(keys_obj, stream);
-  device_result rows = result_for(keys, nb::none(), sizeof(std::uint64_t), "select");
+  device_result rows = result_for(keys, nb::none(), result_item::int64, "select");
   std::uint64_t kept = 0;
   {
     nb::gil_scoped_release release;

@@ -189,7 +189,9 @@ batch_answer run_batch(Self& self, nb::handle keys_obj, nb::handle stream, const
     require_gpu_filter(self.f.where());
     const device_batch keys = read_device_batch(keys_obj, stream);
     device_result out;
-    if (call.per_key) out = result_for(keys, nb::none(), sizeof(Out), call.what);
+    if (call.per_key)
+      out = result_for(keys, nb::none(), std::is_same_v<Out, bool> ? result_item::boolean : result_item::uint8,
+                       call.what);
     {
       nb::gil_scoped_release release;
       std::lock_guard<std::mutex> lock(self.mutex);
