@@ -69,7 +69,14 @@ nb::bytes serialized_bytes(Self& self, SizeOf&& size_of, Write&& write) {
       size = size_of();
     }
     nb::object out = nb::steal(PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(size)));
-    if (!out.is_valid()) throw nb::python_error();
+    if (!out.is_valid()) {
+      // A bare MemoryError would not say how much was asked for: gbf.AllocationError does.
+      if (!PyErr_ExceptionMatches(PyExc_MemoryError)) throw nb::python_error();
+      PyErr_Clear();
+      throw allocation_error("cannot allocate the " + std::to_string(size) +
+                                 " bytes of the filter's serialized form (a bytes object)",
+                             size);
+    }
     auto* data = reinterpret_cast<std::uint8_t*>(PyBytes_AS_STRING(out.ptr()));
     bool written = false;
     {

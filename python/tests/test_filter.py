@@ -154,6 +154,39 @@ def test_a_host_allocation_the_os_refuses_raises_allocation_error():
     assert done.stdout.strip() == "allocation error"
 
 
+def test_serializing_beyond_the_memory_limit_names_the_bytes_asked_for():
+    """to_bytes and pickle of every kind under an address-space limit: gbf.AllocationError
+    (a MemoryError) saying how many bytes, not a bare MemoryError; the filter unchanged."""
+    import subprocess
+    import sys
+    import textwrap
+    script = textwrap.dedent("""
+        import pickle, resource, gbf
+        filters = [gbf.Filter(50_000_000, 0.01, backend="cpu"),
+                   gbf.CountingFilter(10_000_000, 0.01, backend="cpu"),
+                   gbf.CuckooFilter(20_000_000, 0.01, backend="cpu"),
+                   gbf.ScalingFilter(50_000_000, 0.01, backend="cpu")]
+        for f in filters:
+            f.add(range(1000))
+        with open("/proc/self/status") as status:
+            size = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
+        resource.setrlimit(resource.RLIMIT_AS, (size + (16 << 20), resource.RLIM_INFINITY))
+        for f in filters:
+            for serialize in (f.to_bytes, lambda: pickle.dumps(f, protocol=5)):
+                try:
+                    serialize()
+                    print("no error", type(f).__name__)
+                except gbf.AllocationError as e:
+                    assert "serialized form" in str(e) and e.bytes > (16 << 20), (str(e), e.bytes)
+        resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+        assert all(f.count(range(1000)) == 1000 for f in filters)
+        print("allocation errors")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "allocation errors"
+
+
 def test_gpu_backend_without_gpu_raises_no_gpu():
     available, why = gbf.gpu_status()
     if available:
