@@ -370,7 +370,7 @@ int combine(const combine_args& args, combine_op op) {
     if (op == combine_op::symmetric_difference)
       throw usage_error("'" + args.a.path + "' holds a counting filter: xor is for plain filters (merge adds "
                         "counting filters' counters, intersect keeps the smaller of each)");
-    return run_counting_combine(args, op == combine_op::intersect);
+    return run_counting_combine(args, op == combine_op::intersect, same_file);
   }
   if (kind_a == file_kind::scaling) {
     if (op != combine_op::merge)
@@ -382,7 +382,7 @@ int combine(const combine_args& args, combine_op op) {
     if (op != combine_op::merge)
       throw usage_error("'" + args.a.path + "' holds a cuckoo filter: cuckoo filters can be merged, not given to " +
                         name);
-    return run_cuckoo_merge(args);
+    return run_cuckoo_merge(args, same_file);
   }
   file_metadata meta_a;
   file_metadata meta_b;

@@ -284,12 +284,14 @@ int run_counting_info(const info_args& args) {
   return 0;
 }
 
-int run_counting_combine(const combine_args& args, bool intersect) {
+int run_counting_combine(const combine_args& args, bool intersect, bool same_file) {
   require_native(args.output, true);
   counting_file_metadata meta_a;
   counting_file_metadata meta_b;
   counting_filter a = load_counting_file(args.a, args.run, meta_a);
-  const counting_filter b = load_counting_file(args.b, args.run, meta_b);
+  std::optional<counting_filter> other;
+  if (!same_file) other.emplace(load_counting_file(args.b, args.run, meta_b));
+  const counting_filter& b = same_file ? a : *other;
   naming_inputs(args, [&] { intersect ? a.intersect(b) : a.merge(b); });
   save_counting(a, args.output, meta_a.fpp);
   const counting_stats s = a.stats();

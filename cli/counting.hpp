@@ -44,7 +44,8 @@ int run_counting_info(const info_args& args);
 int run_counting_remove(const remove_args& args);
 /// `gbf merge` / `gbf intersect` of two counting files (the caller holds the output's
 /// lock): counters added (saturating) or their minimum, written in the gbf format.
-int run_counting_combine(const combine_args& args, bool intersect);
+/// `same_file`: A and B are one file, read once and combined with itself.
+int run_counting_combine(const combine_args& args, bool intersect, bool same_file);
 /// `gbf project F -o OUT [--format parquet-sbbf]`: the plain filter of a counting file.
 int run_project(const project_args& args);
 

@@ -240,15 +240,16 @@ int run_cuckoo_remove(const add_args& args, bool strict) {
   return 0;
 }
 
-int run_cuckoo_merge(const combine_args& args) {
+int run_cuckoo_merge(const combine_args& args, bool same_file) {
   if (args.output.format != filter_format::gbf)
     throw usage_error("'" + args.output.path + "': a merge of cuckoo filters is written in the gbf format only "
                       "(--format gbf)");
   cuckoo_file_metadata meta_a;
   cuckoo_file_metadata meta_b;
   cuckoo_filter a = load_cuckoo_file(args.a, args.run, meta_a);
-  const cuckoo_filter b = load_cuckoo_file(args.b, args.run, meta_b);
-  naming_inputs(args, [&] { a.merge(b); });
+  std::optional<cuckoo_filter> other;
+  if (!same_file) other.emplace(load_cuckoo_file(args.b, args.run, meta_b));
+  naming_inputs(args, [&] { a.merge(same_file ? a : *other); });
   save(a, args.output.path, meta_a.fpp);
   const cuckoo_stats s = a.stats();
   if (!args.run.quiet)

@@ -51,7 +51,8 @@ int run_cuckoo_remove(const add_args& args, bool strict);
 int run_cuckoo_query(const query_args& args);
 /// `gbf merge A B -o C` of two cuckoo files (the caller holds the output's lock):
 /// B's tags inserted into A's table (cuckoo_filter::merge), in the gbf format.
-int run_cuckoo_merge(const combine_args& args);
+/// `same_file`: A and B are one file, read once and merged with itself.
+int run_cuckoo_merge(const combine_args& args, bool same_file);
 /// info of a cuckoo file.
 int run_cuckoo_info(const info_args& args);
 

@@ -106,6 +106,19 @@ expect_rc 0 "$GBF" remove cu.gbf b.u64 --keys-format u64
 expect_out "600 keys removed, 0 refused (not present)"
 expect_rc 0 "$GBF" query cu.gbf a.u64 --keys-format u64 --count
 expect_out 600
+# One file given twice (by path, or by a link to it) is read once and merged with
+# itself: every key held twice, as two copies of the file would give.
+ln -sf ca.gbf ca-link.gbf
+cp ca.gbf ca-copy.gbf
+expect_rc 0 "$GBF" merge ca.gbf ca-copy.gbf -o c2-copies.gbf -q
+for twice in ca.gbf ca-link.gbf; do
+  expect_rc 0 "$GBF" merge ca.gbf "$twice" -o c2.gbf
+  expect_err "1,200 keys held"
+  cmp -s c2.gbf c2-copies.gbf || fail "merge of ca.gbf and $twice differs from merging two copies"
+done
+expect_rc 0 "$GBF" intersect ca.gbf ca-link.gbf -o c1.gbf -q
+expect_rc 0 "$GBF" remove c1.gbf a.u64 --keys-format u64 --strict
+expect_out "600 keys removed, 0 refused (not present)"
 expect_rc 0 "$GBF" intersect ca.gbf cb.gbf -o ci.gbf
 expect_err "counter minimum"
 expect_rc 0 "$GBF" query ci.gbf both.u64 --keys-format u64 --count
