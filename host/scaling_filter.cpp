@@ -168,11 +168,19 @@ struct placed_chain {
   std::string description;
 };
 
-placed_chain place(const shape& s, const options& opts) {
+// A chain with `levels` allocated (zeroed) on the side opts picks: the levels are made
+// inside the placing, so that an automatic chain whose levels the GPU cannot hold goes
+// to the CPU (detail::place) rather than failing after its small GPU state was made.
+placed_chain place(const shape& s, const options& opts, const std::vector<scaling_level>& levels) {
   placed_chain placed;
+  const auto with_levels = [&levels](std::unique_ptr<scaling_backend> impl) {
+    for (const scaling_level& level : levels) impl->push_level(level.l);
+    return impl;
+  };
   placed.impl = detail::place(
-      opts, placed.description, [&] { return detail::make_gpu_scaling(s, opts, &placed.description); },
-      [&] { return detail::make_cpu_scaling(s, opts, &placed.description); });
+      opts, placed.description,
+      [&] { return with_levels(detail::make_gpu_scaling(s, opts, &placed.description)); },
+      [&] { return with_levels(detail::make_cpu_scaling(s, opts, &placed.description)); });
   return placed;
 }
 
@@ -287,8 +295,7 @@ scaling_filter scaling_filter::create(const scaling_config& config, const option
   } catch (const filter_full& e) {
     throw invalid_argument(std::string("scaling_filter: ") + e.what());
   }
-  placed_chain placed = place(config.s, opts);
-  placed.impl->push_level(first.l);
+  placed_chain placed = place(config.s, opts, {first});
   return scaling_filter(config, {first}, std::move(placed.impl), std::move(placed.description));
 }
 
@@ -317,8 +324,7 @@ scaling_filter scaling_filter::with_zeroed_levels(const scaling_config& config,
   if (const char* problem = detail::config_problem(config))
     throw invalid_argument(std::string("scaling_filter: ") + problem);
   check_levels(config, levels);
-  placed_chain placed = place(config.s, opts);
-  for (const scaling_level& level : levels) placed.impl->push_level(level.l);
+  placed_chain placed = place(config.s, opts, levels);
   return scaling_filter(config, levels, std::move(placed.impl), std::move(placed.description));
 }
 

@@ -3,6 +3,7 @@
 // or GPU backend (host/parquet/prune.hpp).
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -227,8 +228,13 @@ pruner::pruner(std::vector<column_filter_set> files, const options& where)
   s.threads = where.cpu_threads;
   // The pruner's probe kernel is AVX2 at most.
   s.use_avx2 = gbf::detail::cpu::pick_cpu_isa(where.simd) != gbf::detail::cpu::cpu_isa::scalar;
-  s.where = gbf::detail::resolve(where, nullptr);
-  if (s.where == backend::gpu) s.gpu = dp::make_gpu_pruner(p);
+  // The CPU probes the packed host copy itself: no backend object. An automatic pruner
+  // whose filters the GPU cannot hold stays on the CPU (detail::place).
+  std::string placement;  // a pruner keeps no description: where() says it
+  s.gpu = gbf::detail::place(
+      where, placement, [&] { return dp::make_gpu_pruner(p); },
+      [] { return std::unique_ptr<dp::gpu_prune_backend>(); });
+  s.where = s.gpu ? backend::gpu : backend::cpu;
 }
 
 pruner::pruner(pruner&&) noexcept = default;

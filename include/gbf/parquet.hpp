@@ -142,7 +142,8 @@ class pruner {
  public:
   /// Packs `files` (all of the same column: same physical type and annotations,
   /// else invalid_argument naming two that differ). `where` picks the backend
-  /// (automatic: GPU if present), cpu_threads and simd the CPU's kernel.
+  /// (automatic: the GPU if present and its memory holds the filters, else the CPU),
+  /// cpu_threads and simd the CPU's kernel.
   explicit pruner(std::vector<column_filter_set> files, const options& where = {});
   pruner(pruner&&) noexcept;
   pruner& operator=(pruner&&) noexcept;

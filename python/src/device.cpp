@@ -68,8 +68,10 @@ namespace gbf::python {
 void require_gpu_filter(backend where) {
   if (where != backend::gpu)
     throw invalid_argument(
-        "keys are in device memory but this filter uses the CPU backend; copy them to the host "
-        "(e.g. cupy.asnumpy) or make the filter with backend='gpu'");
+        "keys are in device memory but this filter uses the CPU backend (backend='auto' places a "
+        "filter on the CPU when no GPU is usable or its memory cannot hold the filter: see "
+        "backend_description); copy them to the host (e.g. cupy.asnumpy) or make the filter with "
+        "backend='gpu'");
 }
 
 namespace {
@@ -566,6 +568,13 @@ device_result result_for(const device_batch& keys, nb::handle out, result_item i
   // done, and an _async one keeps r.keep (the array) until an event after its work.
   auto [made, address] = framework_result(keys, item);
   if (made.is_valid()) {
+    // Allocated on the framework's current stream C: when the work runs on another
+    // stream S, S first waits for what C holds (a stream-ordered pool may have queued the
+    // allocation's own dependencies there; CUDA's rule for memory from cudaMallocAsync).
+    if (const std::optional<std::uintptr_t> current = framework_stream(keys.family)) {
+      const stream_t framework = stream_from_protocol(*current);
+      if (framework != keys.stream) order_after(framework, keys.stream, keys.device);
+    }
     r.data = address;
     r.array = made;
     r.keep = made;

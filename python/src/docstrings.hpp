@@ -94,7 +94,8 @@ inline constexpr const char* requested_backend =
 
 inline constexpr const char* backend_description =
     "One line naming the backend and, for backend='auto', why it was chosen (the GPU\n"
-    "when one is usable, else the CPU), e.g. 'cpu (avx2, 2 threads); auto: no GPU (...)'.";
+    "when one is usable and its memory can hold the filter, else the CPU), e.g.\n"
+    "'cpu (avx2, 2 threads); auto: no GPU (...)'.";
 
 inline constexpr const char* chunk_keys =
     "Keys per chunk of a host batch (GIL released per chunk, Ctrl-C checked between\n"

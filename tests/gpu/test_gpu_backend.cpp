@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -19,7 +20,10 @@
 #include "tests/gpu/gpu_test.hpp"
 #include "tests/support.hpp"
 #include "gbf/error.hpp"
+#include "gbf/counting_filter.hpp"
+#include "gbf/cuckoo_filter.hpp"
 #include "gbf/filter.hpp"
+#include "gbf/scaling_filter.hpp"
 #include "host/backend.hpp"
 #include "host/bloom_backend.hpp"
 #include "host/gpu/runtime.hpp"
@@ -468,6 +472,68 @@ TEST_F(GpuBackend, CudaErrorsNameTheCall) {
     EXPECT_NE(std::string(e.what()).find("cudaMemcpy"), std::string::npos) << e.what();
     EXPECT_NE(e.code(), 0);
   }
+}
+
+// Holds device memory in 256 MiB blocks until about `left` bytes stay free, and gives it
+// back when destroyed: a filter larger than what is left cannot be made on the GPU.
+class device_memory_hog {
+ public:
+  explicit device_memory_hog(std::size_t left) {
+    constexpr std::size_t block = std::size_t{256} << 20;
+    for (;;) {
+      std::size_t free_bytes = 0, total_bytes = 0;
+      GBF_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
+      if (free_bytes < left + block) break;
+      held_.emplace_back(block);
+    }
+  }
+
+ private:
+  std::vector<device_buffer<unsigned char>> held_;
+};
+
+TEST_F(GpuBackend, AnAutomaticFilterOfEveryKindTheGpuCannotHoldIsPlacedOnTheCpu) {
+  constexpr std::uint64_t capacity = 400'000'000;  // each filter below needs 0.5-0.7 GB
+  const options automatic;
+  options gpu;
+  gpu.where = backend::gpu;
+  const auto on_the_cpu = [](const auto& f, const char* kind) {
+    EXPECT_EQ(f.where(), backend::cpu) << kind;
+    EXPECT_NE(f.description().find("GPU present but it could not hold this filter"), std::string::npos)
+        << kind << ": " << f.description();
+  };
+  std::optional<filter> small;
+  {
+    const device_memory_hog hog(std::size_t{64} << 20);  // under 320 MiB free
+    on_the_cpu(filter::create(capacity, 0.01, automatic), "plain");
+    on_the_cpu(counting_filter::create(capacity / 4, 0.01, automatic), "counting");
+    on_the_cpu(cuckoo_filter::create(capacity, 0.01, automatic), "cuckoo");
+    on_the_cpu(scaling_filter::create(capacity, 0.01, {}, automatic), "scaling");
+    EXPECT_THROW(filter::create(capacity, 0.01, gpu), allocation_error);  // explicit: no fallback
+    small.emplace(filter::create(1000, 0.01, automatic));
+    EXPECT_EQ(small->where(), backend::gpu) << small->description();
+  }
+  // The refused allocations left the GPU usable.
+  const std::uint64_t keys[] = {1, 2, 3};
+  bool found[3] = {};
+  small->add(keys, 3);
+  small->contains(keys, 3, found);
+  EXPECT_TRUE(found[0] && found[1] && found[2]);
+}
+
+TEST_F(GpuBackend, PlaceHandsAnAutomaticChoiceToTheFallback) {
+  // place() itself (the unit tests drive place_resolved): the asked backend, not the
+  // resolved GPU, decides whether a refused GPU allocation falls back.
+  std::string description;
+  const auto cpu_made = place(
+      options{}, description,
+      []() -> std::unique_ptr<backend> { throw allocation_error("cannot allocate 1 byte of device memory", 1); },
+      [&]() -> std::unique_ptr<backend> {
+        description = "CPU";
+        return std::make_unique<backend>(backend::cpu);
+      });
+  EXPECT_EQ(*cpu_made, backend::cpu);
+  EXPECT_NE(description.find("could not hold this filter"), std::string::npos) << description;
 }
 
 }  // namespace

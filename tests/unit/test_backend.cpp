@@ -55,9 +55,8 @@ struct placement {
 };
 
 template <class GpuFailure>
-placement place_with(backend asked, backend resolved, const std::string& reason, const GpuFailure& failure,
-                     bool cpu_fails = false) {
-  placement p;
+void place_into(placement& p, backend asked, backend resolved, const std::string& reason,
+                const GpuFailure& failure, bool cpu_fails = false) {
   p.impl = place_resolved(
       asked, resolved, reason, p.description,
       [&]() -> std::unique_ptr<backend> {
@@ -72,6 +71,13 @@ placement place_with(backend asked, backend resolved, const std::string& reason,
         p.description = "CPU";
         return std::make_unique<backend>(backend::cpu);
       });
+}
+
+template <class GpuFailure>
+placement place_with(backend asked, backend resolved, const std::string& reason, const GpuFailure& failure,
+                     bool cpu_fails = false) {
+  placement p;
+  place_into(p, asked, resolved, reason, failure, cpu_fails);
   return p;
 }
 
@@ -98,13 +104,43 @@ TEST(Place, AutomaticTakesTheGpuWhenItHoldsTheFilter) {
 
 TEST(Place, AnExplicitGpuChoiceFailsForWantOfGpuMemory) {
   placement p;
-  EXPECT_THROW(p = place_with(backend::gpu, backend::gpu, "", gpu_memory_full), allocation_error);
+  EXPECT_THROW(place_into(p, backend::gpu, backend::gpu, "", gpu_memory_full), allocation_error);
   EXPECT_EQ(p.impl, nullptr);
+  EXPECT_EQ(p.gpu_tries, 1);
+  EXPECT_EQ(p.cpu_tries, 0);
 }
 
 TEST(Place, OtherGpuErrorsAreNotHiddenByTheFallback) {
   const auto gpu_broken = [] { throw cuda_error("cudaMalloc failed: an illegal memory access", 700); };
-  EXPECT_THROW(place_with(backend::automatic, backend::gpu, "auto: GPU present", gpu_broken), cuda_error);
+  placement p;
+  EXPECT_THROW(place_into(p, backend::automatic, backend::gpu, "auto: GPU present", gpu_broken), cuda_error);
+  EXPECT_EQ(p.cpu_tries, 0);
+}
+
+TEST(Place, PlaceResolvesWhatTheOptionsAsk) {
+  // Without a GPU an automatic choice is the CPU (with the reason); an explicit CPU
+  // choice never tries the GPU. (With a GPU, GpuBackend.PlaceHandsAnAutomaticChoiceToTheFallback.)
+  for (backend where : {backend::cpu, backend::automatic}) {
+    if (where == backend::automatic && query_gpu().available) continue;
+    options opts;
+    opts.where = where;
+    std::string description;
+    int gpu_tries = 0;
+    const auto made = place(
+        opts, description,
+        [&]() -> std::unique_ptr<backend> {
+          ++gpu_tries;
+          return std::make_unique<backend>(backend::gpu);
+        },
+        [&]() -> std::unique_ptr<backend> {
+          description = "CPU";
+          return std::make_unique<backend>(backend::cpu);
+        });
+    EXPECT_EQ(*made, backend::cpu) << to_string(where);
+    EXPECT_EQ(gpu_tries, 0);
+    EXPECT_EQ(description.rfind("CPU", 0), 0u) << description;
+    EXPECT_EQ(description.find("auto: no GPU") != std::string::npos, where == backend::automatic) << description;
+  }
 }
 
 TEST(Place, TheCpusOwnAllocationFailureReachesTheCaller) {
