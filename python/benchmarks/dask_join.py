@@ -76,12 +76,12 @@ def main():
         t0 = time.perf_counter()
         parts, column, _ = gd._partitions(build_d, "key")
         shape = gbf.Filter(args.build_keys, args.fpp, backend="cpu").layout
-        filters = [dask.delayed(gd._partition_filter, pure=True)(p, column, shape, args.build_keys, args.fpp, "cpu")
+        filters = [dask.delayed(gd._partition_bits, pure=True)(p, column, shape, args.build_keys, args.fpp, "cpu")
                    for p in parts]
         filters = client.persist(filters)
         distributed.wait(filters)
         t1 = time.perf_counter()
-        bloom = gd._tree_merge(filters, 8).compute()
+        bloom = dask.delayed(gd._Bits.to_filter)(gd._tree_merge(filters, 8), "cpu").compute()
         t2 = time.perf_counter()
         handle = gd.broadcast(bloom)
         distributed.wait(handle)

@@ -129,8 +129,9 @@ class Filter(_core.FilterBase):
         model of its blocked layout (more bits per key than a classic Bloom filter; see
         gbf.size_for). Optional with an explicit layout, where it only feeds stats().
     fpp: target false-positive probability in (0, 1); default 0.01.
-    backend: "auto" (a GPU when one is usable, else the CPU), "cpu" or "gpu" (NoGPU when
-        there is none).
+    backend: "auto" (a GPU when one is usable and its memory can hold the filter, else the
+        CPU; backend_description says why), "cpu" or "gpu" (NoGPU when there is none,
+        AllocationError when its memory cannot hold the filter).
     layout: None (Parquet's 8/8/0 shape), "parquet" (the default shape rounded up to a
         power-of-two size Parquet accepts, 32 B .. 128 MiB), a shape "W/K[/SEED]" or
         Layout(W, K, seed) sized from capacity and fpp, or a Layout with num_blocks: that
@@ -190,6 +191,23 @@ class Filter(_core.FilterBase):
                                           0 if capacity is None else _count(capacity, "capacity"),
                                           0.0 if fpp is None else target, backend, _count(threads, "threads", 32))
         super().__init__(made)
+
+    @classmethod
+    def from_words(cls, words: Any, layout: Layout, *, capacity: Optional[int] = None, fpp: Optional[float] = None,
+                   keys_added: int = 0, backend: str = "auto", threads: int = 0) -> "Filter":
+        """A filter of `layout` (a gbf.Layout with num_blocks) holding `words`: a 1-D NumPy
+        uint32 array of layout.num_bits // 32 words, as words() returns them (C++
+        gbf::filter::from_words). capacity and fpp are recorded as a file records them
+        (None: unknown), keys_added is the count stats() reports. TypeError for another
+        kind of array; gbf.InvalidArgument for another number of words or a bad layout."""
+        if not isinstance(layout, Layout) or layout.num_blocks is None:
+            raise TypeError("from_words: layout must be a gbf.Layout with num_blocks (e.g. other.layout)")
+        if fpp is not None and not 0 < float(fpp) < 1:
+            raise InvalidArgument(f"from_words: fpp must be in (0, 1), or None (unknown); got {fpp!r}")
+        return cls._adopt(_core._from_words(words, layout.words_per_block, layout.bits_per_key, layout.seed,
+                                            layout.num_blocks, 0 if capacity is None else _count(capacity, "capacity"),
+                                            0.0 if fpp is None else float(fpp), _count(keys_added, "keys_added"),
+                                            backend, _count(threads, "threads", 32)))
 
     @classmethod
     def _adopt(cls, made: "_core._NewFilter") -> "Filter":

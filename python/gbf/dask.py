@@ -8,9 +8,11 @@ Bloom-filter joins (docs/distributed.md).
 
 build_filter sizes one layout on the client (capacity given, or Dask's HyperLogLog
 estimate of the distinct keys), builds one filter of exactly that layout per partition on
-the workers, and ORs them with a tree of merges (split_every at a time): OR is exact,
+the workers, and ORs their bits with a tree of merges (split_every at a time): OR is exact,
 associative, commutative and idempotent, so the result is bit for bit the filter of all
-keys built on one machine, whatever the partitioning, the order or a retried task.
+keys built on one machine, whatever the partitioning, the order or a retried task. A
+partition's bits travel sparse (only its nonzero blocks) when that is smaller, as it is
+with many partitions: a partition of n keys touches at most n blocks.
 
 Keys are hashed the same way on both sides, whatever the column's dtype: integers (any
 signed width as int64, any unsigned width as uint64: 8 little-endian bytes, so an int32
@@ -34,6 +36,7 @@ shared key of the task graph.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, List, Optional, Sequence
 
 import numpy as np
@@ -49,7 +52,9 @@ except ImportError as e:  # pragma: no cover - the message is the point
     raise ImportError(f"gbf.dask needs dask[dataframe], pandas and pyarrow ({e}); "
                       "install them with `pip install ./python[dask]`") from e
 
+from ._errors import LayoutMismatch
 from ._filter import Filter, Layout
+from ._kinds import CountingFilter, CuckooFilter, ScalingFilter
 
 #: Head-room on Dask's distinct-count estimate (HyperLogLog, standard error about 1%):
 #: an under-estimate would fill the filter past its capacity and raise its FPR.
@@ -162,16 +167,137 @@ def merge_filters(filters: Sequence[Filter]) -> Filter:
     return out
 
 
-def _merge_many(*filters: Filter) -> Filter:
-    return merge_filters(filters)
+@dataclass(frozen=True)
+class _Bits:
+    """A filter's bits on their way through build_filter's OR-reduce, dense or sparse, with
+    what the result records.
+
+    dense:  `blocks` is None and `words` is every word (uint32, layout.num_bits // 32).
+    sparse: `blocks` holds the ascending indices (uint32) of the blocks with a bit set and
+            `words` their rows as _block_rows lays them out (len(blocks) rows).
+
+    A partition of n keys sets bits in at most n of the filter's B blocks (about
+    B (1 - exp(-n / B)) of them), and a sparse block costs 4 bytes of index beside its
+    4 W bytes of words. Sparse is taken when it is at most half the dense size (fewer than
+    W / (2 (W + 1)) of the blocks touched: a partition of less than about 1 / 40 of the
+    keys at fpp 0.01, some 24 keys per 256-bit block): between that and the dense size,
+    scattering the rows back costs more than the bytes it saves (python/benchmarks/
+    dask_build.py, docs/distributed.md)."""
+
+    layout: Layout
+    capacity: int
+    fpp: float
+    keys_added: int
+    blocks: Optional[np.ndarray]
+    words: np.ndarray
+
+    @classmethod
+    def of(cls, words: np.ndarray, layout: Layout, capacity: int, fpp: float, keys_added: int) -> "_Bits":
+        """`words` (every word of a filter of `layout`), sparse when that is at most half as big."""
+        rows = _block_rows(words, layout.words_per_block)
+        # A block is nonzero when the OR of its columns is (2.5x faster than rows.any(axis=1)).
+        nonzero = rows[:, 0].copy()
+        for column in range(1, rows.shape[1]):
+            nonzero |= rows[:, column]
+        touched = np.flatnonzero(nonzero).astype(np.uint32)
+        if 2 * (touched.nbytes + touched.size * layout.words_per_block * 4) <= words.nbytes:
+            return cls(layout, capacity, fpp, keys_added, touched, rows[touched])
+        return cls(layout, capacity, fpp, keys_added, None, words)
+
+    @property
+    def nbytes(self) -> int:
+        return self.words.nbytes + (0 if self.blocks is None else self.blocks.nbytes)
+
+    def or_into(self, words: np.ndarray) -> None:
+        """words |= these bits (`words`: every word of a filter of this layout)."""
+        if self.blocks is None:
+            np.bitwise_or(words, self.words, out=words)
+        else:
+            # The indices are distinct, so the gather-OR-scatter loses no update.
+            _block_rows(words, self.layout.words_per_block)[self.blocks] |= self.words
+
+    def dense_words(self) -> np.ndarray:
+        """Every word (a new array when sparse; the dense words themselves otherwise)."""
+        if self.blocks is None:
+            return self.words
+        words = np.zeros(self.layout.num_bits // 32, dtype=np.uint32)
+        self.or_into(words)
+        return words
+
+    def to_filter(self, backend: str) -> Filter:
+        return Filter.from_words(self.dense_words(), self.layout, capacity=self.capacity, fpp=self.fpp,
+                                 keys_added=self.keys_added, backend=backend)
+
+
+def _block_rows(words: np.ndarray, words_per_block: int) -> np.ndarray:
+    """A filter's words as one row per block, in 64-bit columns where the block allows
+    (half the elements for NumPy to touch): a view, not a copy."""
+    if words_per_block % 2 == 0:
+        return words.view(np.uint64).reshape(-1, words_per_block // 2)
+    return words.reshape(-1, words_per_block)
+
+
+def _partition_bits(part: Any, column: Optional[str], shape: Layout, capacity: int, fpp: float,
+                    backend: str, int_keys: str = "int64") -> _Bits:
+    """One partition's filter (of exactly `shape`, so that all partitions merge) as _Bits."""
+    f = _partition_filter(part, column, shape, capacity, fpp, backend, int_keys)
+    return _Bits.of(f.words(), f.layout, capacity, fpp, f.stats().keys_added)
+
+
+def _merge_bits(*parts: _Bits) -> _Bits:
+    """The OR of partitions' bits (keys_added summed, as Filter.merge sums them), in the
+    smaller form; gbf.LayoutMismatch when the layouts differ (they never do in a build)."""
+    first = parts[0]
+    for p in parts[1:]:
+        if p.layout != first.layout:
+            raise LayoutMismatch(f"cannot merge filters of different layouts: {first.layout} and {p.layout}")
+    keys_added = sum(p.keys_added for p in parts)
+    dense = [p for p in parts if p.blocks is None]
+    # Inputs are never changed (a retried task must see them as they were): the
+    # accumulator is a copy of one dense input, or zeros.
+    words = dense[0].words.copy() if dense else np.zeros(first.layout.num_bits // 32, dtype=np.uint32)
+    for p in parts:
+        if not dense or p is not dense[0]:
+            p.or_into(words)
+    if dense:  # a union holds at least the blocks of each input: dense stays dense
+        return _Bits(first.layout, first.capacity, first.fpp, keys_added, None, words)
+    return _Bits.of(words, first.layout, first.capacity, first.fpp, keys_added)
 
 
 def _tree_merge(parts: List[Any], split_every: int) -> Any:
-    """A tree of merge tasks over delayed filters: ceil(log_split_every(P)) levels."""
+    """A tree of _merge_bits tasks over delayed _Bits: ceil(log_split_every(P)) levels."""
     while len(parts) > 1:
-        parts = [dask.delayed(_merge_many, pure=True)(*parts[i:i + split_every])
+        parts = [dask.delayed(_merge_bits, pure=True)(*parts[i:i + split_every])
                  for i in range(0, len(parts), split_every)]
     return parts[0]
+
+
+# Dask sizes what a task returns with dask.sizeof (for its memory limits, spilling, and the
+# transfers it weighs when placing tasks); unregistered, a filter of any size counts as the
+# few hundred bytes of its Python object.
+@dask.sizeof.sizeof.register(Filter)
+def _sizeof_filter(f: Filter) -> int:
+    return int(f.layout.size_bytes)
+
+
+@dask.sizeof.sizeof.register(CountingFilter)
+def _sizeof_counting(f: CountingFilter) -> int:
+    return int(f.layout.num_bits * f.counter_bits // 8)
+
+
+@dask.sizeof.sizeof.register(CuckooFilter)
+def _sizeof_cuckoo(f: CuckooFilter) -> int:
+    return int(f.num_buckets * 32)  # 8 words per bucket
+
+
+@dask.sizeof.sizeof.register(ScalingFilter)
+def _sizeof_scaling(f: ScalingFilter) -> int:
+    return int(f.stats().size_bytes)  # (a popcount of every level: O(size))
+
+
+@dask.sizeof.sizeof.register(_Bits)
+def _sizeof_bits(bits: _Bits) -> int:
+    return bits.nbytes
 
 
 def _partitions(data: Any, column: Optional[str]) -> tuple:
@@ -230,10 +356,10 @@ def build_filter(data: Any, capacity: Optional[int] = None, fpp: float = 0.01, *
         capacity = max(1, math.ceil(estimate_distinct(key_column) * ESTIMATE_MARGIN))
     template = Filter(capacity, fpp, layout=layout, backend="cpu")
     shape = template.layout
-    filters = [dask.delayed(_partition_filter, pure=True)(p, inner_column, shape, int(capacity), float(fpp), backend,
-                                                          int_keys)
-               for p in parts]
-    root = _tree_merge(filters, split_every)
+    bits = [dask.delayed(_partition_bits, pure=True)(p, inner_column, shape, int(capacity), float(fpp), backend,
+                                                     int_keys)
+            for p in parts]
+    root = dask.delayed(_Bits.to_filter, pure=True)(_tree_merge(bits, split_every), backend)
     return root.compute() if compute else root
 
 

@@ -191,6 +191,39 @@ void init_module(nb::module_& m) {
                        capacity),
                 fpp, where, threads);
   });
+  m.def("_from_words", [](nb::handle words, std::uint32_t w, std::uint32_t k, std::uint64_t seed,
+                          std::uint64_t blocks, std::uint64_t capacity, double fpp, std::uint64_t keys_added,
+                          const std::string& where, unsigned threads) {
+    if (!(fpp == 0 || (fpp > 0 && fpp < 1)))
+      throw invalid_argument("from_words: fpp must be in (0, 1), or None (unknown)");
+    const layout l = make_layout(w, k, seed, blocks);
+    if (const char* problem = layout_problem(l)) throw invalid_argument(std::string("from_words: invalid layout: ") + problem);
+    // The words are read in place: a NumPy uint32 array as words() returns, nothing else
+    // (another dtype converted would be other bits).
+    auto* array = reinterpret_cast<PyArrayObject*>(words.ptr());
+    if (!PyArray_Check(words.ptr()) || PyArray_TYPE(array) != NPY_UINT32 || PyArray_NDIM(array) != 1) {
+      const std::string got = PyArray_Check(words.ptr())
+                                  ? std::to_string(PyArray_NDIM(array)) + "-D " +
+                                        nb::cast<std::string>(nb::steal<nb::str>(PyObject_Str(words.attr("dtype").ptr()))) + " array"
+                                  : nb::cast<std::string>(nb::str(words.type().attr("__name__")));
+      throw nb::type_error(("from_words: words must be a 1-D NumPy uint32 array (what words() returns), not a " + got)
+                               .c_str());
+    }
+    if (static_cast<std::uint64_t>(PyArray_SIZE(array)) != l.num_words())
+      throw invalid_argument("from_words: the layout (" + to_string(l) + ") has " + std::to_string(l.num_words()) +
+                             " words, the array " + std::to_string(PyArray_SIZE(array)));
+    nb::object contiguous = nb::steal(PyArray_FromAny(words.ptr(), PyArray_DescrFromType(NPY_UINT32), 1, 1,
+                                                      NPY_ARRAY_IN_ARRAY, nullptr));
+    if (!contiguous.is_valid()) throw nb::python_error();
+    const auto* data = static_cast<const std::uint32_t*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(contiguous.ptr())));
+    const options opts = make_options(parse_backend(where), threads);
+    std::optional<filter> f;
+    {
+      nb::gil_scoped_release release;
+      f.emplace(filter::from_words(l, data, opts, capacity, keys_added));
+    }
+    return made(std::move(*f), fpp, where, threads);
+  });
   m.def("_parquet_compatible", [](std::uint64_t capacity, double fpp, const std::string& where,
                                   unsigned threads) {
     return made(filter(parquet_compatible_layout(capacity, fpp),

@@ -38,13 +38,16 @@ def _one_machine(keys, like):
     return f
 
 
-@pytest.mark.parametrize("npartitions, split_every", [(1, 8), (3, 2), (7, 8), (16, 3)])
+@pytest.mark.parametrize("npartitions, split_every", [(1, 8), (3, 2), (7, 8), (16, 3), (64, 4)])
 def test_distributed_filter_bits_equal_one_machine_filter(client, npartitions, split_every):
     rng = np.random.default_rng(npartitions)
     keys = rng.integers(-2**62, 2**62, 30_000, dtype=np.int64)
     series = dd.from_pandas(pd.Series(keys), npartitions=npartitions)
     bf = gd.build_filter(series, 30_000, 0.01, split_every=split_every)
     assert bf.capacity == 30_000 and bf.backend == "cpu"
+    assert bf.stats().keys_added == len(keys)
+    first = gd._partition_bits(series.partitions[0].compute(), None, bf.layout, 30_000, 0.01, "cpu")
+    assert (first.blocks is not None) == (npartitions == 64)  # 470 keys of 30,000: sparse
     assert np.array_equal(bf.words(), _one_machine(keys, bf).words())
     assert bool(bf.contains(keys).all())  # no false negatives
 
@@ -133,6 +136,56 @@ def test_merges_are_exact_idempotent_and_order_free():
     assert np.array_equal(once.words(), _one_machine(np.concatenate(parts), filters[0]).words())
     assert bool(once.contains(np.concatenate(parts)).all())
     assert all(np.array_equal(b, f.words()) for b, f in zip(before, filters))  # inputs unchanged
+
+
+@pytest.mark.parametrize("shape", ["8/8", "1/1", "16/16", "4/8"])
+def test_partition_bits_travel_sparse_while_that_is_smaller(shape):
+    rng = np.random.default_rng(5)
+    like = gbf.Filter(200_000, 0.01, layout=shape, backend="cpu")
+    # 10^6 keys fill even the 1/1 layout (one bit per key in 32-bit blocks) past half its blocks.
+    for keys, sparse in ((rng.integers(0, 2**62, 2_000), True), (rng.integers(0, 2**62, 1_000_000), False)):
+        f = _one_machine(keys, like)
+        bits = gd._partition_bits(pd.Series(keys), None, like.layout, 200_000, 0.01, "cpu")
+        assert (bits.blocks is not None) == sparse, (shape, len(keys))
+        if sparse:
+            assert bits.nbytes < like.layout.size_bytes
+            assert np.all(np.diff(bits.blocks.astype(np.int64)) > 0)  # ascending, distinct
+        assert np.array_equal(bits.dense_words(), f.words())
+        g = bits.to_filter("cpu")
+        assert np.array_equal(g.words(), f.words()) and g.stats() == f.stats()
+        assert (g.capacity, g.fpp, g.layout) == (200_000, 0.01, like.layout)
+
+
+def test_merged_bits_are_the_or_of_their_inputs_which_stay_unchanged():
+    rng = np.random.default_rng(6)
+    like = gbf.Filter(100_000, 0.01, backend="cpu")
+    batches = [rng.integers(0, 2**62, n) for n in (500, 100_000, 1_000, 40)]  # sparse, dense, sparse, sparse
+    parts = [gd._partition_bits(pd.Series(b), None, like.layout, 100_000, 0.01, "cpu") for b in batches]
+    assert [p.blocks is None for p in parts] == [False, True, False, False]
+    before = [(None if p.blocks is None else p.blocks.copy(), p.words.copy()) for p in parts]
+    everything = _one_machine(np.concatenate(batches), like)
+    for group in (parts, parts[::-1], [parts[0], parts[2], parts[3]], parts + parts[:2]):
+        merged = gd._merge_bits(*group)
+        expected = _one_machine(np.concatenate([batches[parts.index(p)] for p in group]), like)
+        assert np.array_equal(merged.dense_words(), expected.words())
+        assert merged.keys_added == sum(p.keys_added for p in group)
+    assert np.array_equal(gd._merge_bits(*parts).to_filter("cpu").words(), everything.words())
+    for p, (blocks, words) in zip(parts, before):  # a retried merge sees its inputs as they were
+        assert np.array_equal(p.words, words) and (blocks is None or np.array_equal(p.blocks, blocks))
+    other = gd._partition_bits(pd.Series(batches[0]), None, gbf.Filter(5_000, 0.01).layout, 5_000, 0.01, "cpu")
+    with pytest.raises(gbf.LayoutMismatch):
+        gd._merge_bits(parts[0], other)
+
+
+def test_dask_sizes_filters_by_their_bytes():
+    from dask.sizeof import sizeof
+    f = gbf.Filter(1_000_000, 0.01, backend="cpu")
+    assert sizeof(f) == f.layout.size_bytes
+    for kind in (gbf.CountingFilter(100_000, 0.01, backend="cpu"), gbf.CuckooFilter(100_000, 0.01, backend="cpu"),
+                 gbf.ScalingFilter(100_000, 0.01, backend="cpu")):
+        assert abs(sizeof(kind) - len(kind.to_bytes())) < 4096, type(kind).__name__
+    bits = gd._partition_bits(pd.Series(np.arange(100)), None, f.layout, 1_000_000, 0.01, "cpu")
+    assert sizeof(bits) == bits.nbytes < f.layout.size_bytes // 100
 
 
 def test_filters_of_different_layouts_are_refused_at_merge():

@@ -154,6 +154,38 @@ def test_a_host_allocation_the_os_refuses_raises_allocation_error():
     assert done.stdout.strip() == "allocation error"
 
 
+@pytest.mark.parametrize("shape", ["8/8", "1/1", "16/16"])
+def test_from_words_rebuilds_a_filter_from_its_words(shape):
+    f = gbf.Filter(20_000, 0.02, layout=shape, backend="cpu")
+    f.add(np.random.default_rng(3).integers(0, 2**62, 15_000))
+    g = gbf.Filter.from_words(f.words(), f.layout, capacity=f.capacity, fpp=f.fpp,
+                              keys_added=f.stats().keys_added, backend="cpu")
+    assert g.to_bytes() == f.to_bytes() and g.stats() == f.stats()
+    strided = np.zeros(2 * f.words().size, dtype=np.uint32)
+    strided[::2] = f.words()
+    bare = gbf.Filter.from_words(strided[::2], f.layout)  # read in place or copied: the same bits
+    assert np.array_equal(bare.words(), f.words()) and bare.capacity is None and bare.fpp is None
+
+
+def test_from_words_refuses_what_is_not_the_layouts_words():
+    f = gbf.Filter(1_000, 0.01, backend="cpu")
+    words = f.words()
+    with pytest.raises(TypeError, match="1-D NumPy uint32 array.*int64"):
+        gbf.Filter.from_words(words.astype(np.int64), f.layout)
+    with pytest.raises(TypeError, match="2-D uint32"):
+        gbf.Filter.from_words(words.reshape(2, -1), f.layout)
+    with pytest.raises(TypeError, match="not a list"):
+        gbf.Filter.from_words(list(words), f.layout)
+    with pytest.raises(gbf.InvalidArgument, match=f"has {words.size} words, the array {words.size - 1}"):
+        gbf.Filter.from_words(words[:-1], f.layout)
+    with pytest.raises(TypeError, match="with num_blocks"):
+        gbf.Filter.from_words(words, gbf.Layout())
+    with pytest.raises(gbf.InvalidArgument, match="fpp"):
+        gbf.Filter.from_words(words, f.layout, fpp=1.5)
+    with pytest.raises(gbf.InvalidArgument, match="invalid layout"):
+        gbf.Filter.from_words(words, gbf.Layout(3, 8, 0, words.size // 3))
+
+
 def test_serializing_beyond_the_memory_limit_names_the_bytes_asked_for():
     """to_bytes and pickle of every kind under an address-space limit: gbf.AllocationError
     (a MemoryError) saying how many bytes, not a bare MemoryError; the filter unchanged."""

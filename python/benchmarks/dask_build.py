@@ -1,0 +1,103 @@
+"""gbf.dask.build_filter on a dask.distributed LocalCluster, by partition count
+(docs/distributed.md, "Many partitions"): the wall time of the build, the bytes workers
+sent one another during it (the OR-reduce's transfers), and the pickled size of one
+partition task's result (what a worker holds per finished partition until its merge).
+Each build is checked bit for bit against the filter built on one machine.
+
+    python3 python/benchmarks/dask_build.py --keys 10000000 --partitions 4,16,64,256 --compare
+
+--compare also times, alternating with build_filter in the same run, the reduce over
+whole filter objects (one Filter per partition, merged by gbf.dask.merge_filters in the
+same tree): the design build_filter had before its bits travelled sparse.
+"""
+
+import argparse
+import pickle
+import statistics
+import time
+
+import numpy as np
+
+
+def worker_bytes(client):
+    """Bytes the workers have sent to other workers so far (dask.distributed's counter)."""
+    def sent(dask_worker):
+        return int(getattr(dask_worker, "transfer_outgoing_bytes_total", 0))
+    return sum(client.run(sent).values())
+
+
+def filter_object_build(series, keys, fpp, split_every):
+    """build_filter's tree over whole partition Filters (merge_filters at each node)."""
+    import dask
+    import gbf
+    import gbf.dask as gd
+
+    parts, column, _ = gd._partitions(series, None)
+    shape = gbf.Filter(keys, fpp, backend="cpu").layout
+    level = [dask.delayed(gd._partition_filter, pure=True)(p, column, shape, keys, fpp, "cpu") for p in parts]
+    while len(level) > 1:
+        level = [dask.delayed(lambda *fs: gd.merge_filters(fs), pure=True)(*level[i:i + split_every])
+                 for i in range(0, len(level), split_every)]
+    return level[0].compute()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--keys", type=int, default=10_000_000)
+    ap.add_argument("--partitions", default="4,16,64,256", help="partition counts, comma-separated")
+    ap.add_argument("--fpp", type=float, default=0.01)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--split-every", type=int, default=8)
+    ap.add_argument("--repeat", type=int, default=3, help="builds per partition count (median reported)")
+    ap.add_argument("--compare", action="store_true", help="also time the reduce over whole Filter objects")
+    args = ap.parse_args()
+
+    import dask
+    import dask.dataframe as dd
+    import distributed
+    import pandas as pd
+
+    import gbf
+    import gbf.dask as gd
+
+    dask.config.set({"distributed.scheduler.work-stealing": False})
+    keys = np.random.default_rng(1).integers(-2**62, 2**62, args.keys, dtype=np.int64)
+    one_machine = gbf.Filter(args.keys, args.fpp, backend="cpu")
+    one_machine.add(keys)
+    with distributed.LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        print(f"gbf {gbf.__version__}, dask {dask.__version__}, {args.workers} worker processes x 1 thread; "
+              f"{args.keys:,} int64 keys, fpp {args.fpp}, split_every {args.split_every}; filter "
+              f"{one_machine.layout.size_bytes / 2**20:.2f} MiB")
+        print(f"{'partitions':>10} {'build s':>8} {'MiB sent':>9} {'partition result':>17} {'of filter':>9}"
+              + (f" {'Filter-object reduce s':>23} {'MiB sent':>9}" if args.compare else ""))
+        for count in (int(p) for p in args.partitions.split(",")):
+            series = client.persist(dd.from_pandas(pd.Series(keys), npartitions=count))
+            distributed.wait(series)
+            seconds, sent, object_seconds, object_sent = [], [], [], []
+            for _ in range(args.repeat):
+                sent0 = worker_bytes(client)
+                t0 = time.perf_counter()
+                bloom = gd.build_filter(series, args.keys, args.fpp, split_every=args.split_every)
+                seconds.append(time.perf_counter() - t0)
+                sent.append(worker_bytes(client) - sent0)
+                assert np.array_equal(bloom.words(), one_machine.words()), "bits differ from one machine's"
+                if args.compare:
+                    sent0 = worker_bytes(client)
+                    t0 = time.perf_counter()
+                    bloom = filter_object_build(series, args.keys, args.fpp, args.split_every)
+                    object_seconds.append(time.perf_counter() - t0)
+                    object_sent.append(worker_bytes(client) - sent0)
+                    assert np.array_equal(bloom.words(), one_machine.words()), "bits differ from one machine's"
+            first = series.partitions[0].compute()
+            payload = gd._partition_bits(first, None, one_machine.layout, args.keys, args.fpp, "cpu")
+            payload_bytes = len(pickle.dumps(payload, protocol=5))
+            print(f"{count:>10} {statistics.median(seconds):>8.2f} {statistics.median(sent) / 2**20:>9.1f} "
+                  f"{payload_bytes / 2**20:>13.2f} MiB {payload_bytes / one_machine.layout.size_bytes:>9.2f}"
+                  + (f" {statistics.median(object_seconds):>23.2f} {statistics.median(object_sent) / 2**20:>9.1f}"
+                     if args.compare else ""))
+            client.cancel(series)
+
+
+if __name__ == "__main__":
+    main()
