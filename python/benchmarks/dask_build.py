@@ -1,6 +1,7 @@
 """gbf.dask.build_filter on a dask.distributed LocalCluster, by partition count
-(docs/distributed.md, "Many partitions"): the wall time of the build, the bytes workers
-sent one another during it (the OR-reduce's transfers), and the pickled size of one
+(docs/distributed.md, "Building across many partitions"): the wall time of the build, what
+workers sent one another during it (the OR-reduce's transfers, as Dask counts them: the
+dask.sizeof sizes of what moved), and the pickled size of one
 partition task's result (what a worker holds per finished partition until its merge).
 Each build is checked bit for bit against the filter built on one machine.
 

@@ -167,7 +167,7 @@ def merge_filters(filters: Sequence[Filter]) -> Filter:
     return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # no == / hash over NumPy arrays
 class _Bits:
     """A filter's bits on their way through build_filter's OR-reduce, dense or sparse, with
     what the result records.
@@ -199,10 +199,11 @@ class _Bits:
         nonzero = rows[:, 0].copy()
         for column in range(1, rows.shape[1]):
             nonzero |= rows[:, column]
-        touched = np.flatnonzero(nonzero).astype(np.uint32)
-        if 2 * (touched.nbytes + touched.size * layout.words_per_block * 4) <= words.nbytes:
-            return cls(layout, capacity, fpp, keys_added, touched, rows[touched])
-        return cls(layout, capacity, fpp, keys_added, None, words)
+        touched = int(np.count_nonzero(nonzero))  # decided before any index array is made
+        if 2 * touched * (4 + layout.words_per_block * 4) > words.nbytes:
+            return cls(layout, capacity, fpp, keys_added, None, words)
+        blocks = np.flatnonzero(nonzero).astype(np.uint32)
+        return cls(layout, capacity, fpp, keys_added, blocks, rows[blocks])
 
     @property
     def nbytes(self) -> int:
@@ -241,7 +242,9 @@ def _partition_bits(part: Any, column: Optional[str], shape: Layout, capacity: i
                     backend: str, int_keys: str = "int64") -> _Bits:
     """One partition's filter (of exactly `shape`, so that all partitions merge) as _Bits."""
     f = _partition_filter(part, column, shape, capacity, fpp, backend, int_keys)
-    return _Bits.of(f.words(), f.layout, capacity, fpp, f.stats().keys_added)
+    words, layout, keys_added = f.words(), f.layout, f.stats().keys_added
+    del f  # the words are a copy: the filter's own m bytes go before the blocks are scanned
+    return _Bits.of(words, layout, capacity, fpp, keys_added)
 
 
 def _merge_bits(*parts: _Bits) -> _Bits:
@@ -274,7 +277,8 @@ def _tree_merge(parts: List[Any], split_every: int) -> Any:
 
 # Dask sizes what a task returns with dask.sizeof (for its memory limits, spilling, and the
 # transfers it weighs when placing tasks); unregistered, a filter of any size counts as the
-# few hundred bytes of its Python object.
+# few hundred bytes of its Python object. A GPU filter counts its device bytes, as Dask
+# counts a CuPy array's. (Registered when gbf.dask is imported.)
 @dask.sizeof.sizeof.register(Filter)
 def _sizeof_filter(f: Filter) -> int:
     return int(f.layout.size_bytes)
@@ -292,7 +296,7 @@ def _sizeof_cuckoo(f: CuckooFilter) -> int:
 
 @dask.sizeof.sizeof.register(ScalingFilter)
 def _sizeof_scaling(f: ScalingFilter) -> int:
-    return int(f.stats().size_bytes)  # (a popcount of every level: O(size))
+    return int(f._size_bytes)
 
 
 @dask.sizeof.sizeof.register(_Bits)

@@ -310,6 +310,20 @@ nb::class_<py_kind<F>> bind_common(nb::module_& m, const char* name, const char*
   return cls;
 }
 
+// approximate_count, which counting and cuckoo filters answer alike: one byte per key.
+template <class F>
+void bind_approximate_count(nb::class_<py_kind<F>>& cls, const char* doc) {
+  cls.def("approximate_count", [](py_kind<F>& self, nb::handle keys, nb::handle stream) {
+    const F& f = self.f;
+    return run_batch(self, keys, stream, batch_call<std::uint8_t>{"approximate_count", true},
+                     [&](std::uint8_t* o, stream_t s, const auto&... key) {
+                       f.approximate_count(key..., o, s);
+                       return std::uint64_t{0};
+                     })
+        .per_key;
+  }, "keys"_a.none(), nb::kw_only(), "stream"_a = nb::none(), doc);
+}
+
 template <class F, class Fn>
 auto locked(py_kind<F>& self, Fn&& fn) {
   nb::gil_scoped_release release;
@@ -394,16 +408,8 @@ void bind_counting(nb::module_& m) {
         });
     return nb::make_tuple(removed.total, refused, removed.per_key);
   }, "keys"_a.none(), "unchecked"_a, "per_key"_a, "stream"_a.none());
-  cls.def("approximate_count", [](self_t& self, nb::handle keys, nb::handle stream) {
-    const counting_filter& f = self.f;
-    return run_batch(self, keys, stream, batch_call<std::uint8_t>{"approximate_count", true},
-                     [&](std::uint8_t* o, stream_t s, const auto&... key) {
-                       f.approximate_count(key..., o, s);
-                       return std::uint64_t{0};
-                     })
-        .per_key;
-  }, "keys"_a.none(), nb::kw_only(), "stream"_a = nb::none(),
-     "counts[i] = the smallest counter of key i (uint8): an upper bound on its adds minus removes, until a counter saturates.");
+  bind_approximate_count(cls, "counts[i] = the smallest counter of key i (uint8): an upper bound on its adds "
+                              "minus removes, until a counter saturates.");
   cls.def("merge", [](self_t& self, self_t& other) {
     with_both_locked(self, other, [&] { self.f.merge(other.f); });
   }, "other"_a, "self += other, counter by counter, saturating; gbf.LayoutMismatch when the layouts or counter widths differ.");
@@ -547,6 +553,14 @@ void bind_scaling(nb::module_& m) {
     const std::string path = os_path(path_object);
     locked(self, [&] { save(self.f, path); });
   });
+  // The levels' bytes without the popcount stats() makes (Dask sizes every task result).
+  cls.def_prop_ro("_size_bytes", [](self_t& self) {
+    return locked(self, [&] {
+      std::uint64_t bytes = 0;
+      for (const scaling_level& level : self.f.levels()) bytes += level.l.size_bytes();
+      return bytes;
+    });
+  });
   cls.def_prop_ro("_config", [](self_t& self) {
     const scaling_config& c = self.f.config();
     return nb::make_tuple(c.initial_capacity, c.fpp, c.policy.expansion, c.policy.tightening,
@@ -629,16 +643,8 @@ void bind_cuckoo(nb::module_& m) {
                   [&](bool* o, stream_t s, const auto&... key) { return f.remove(key..., o, s); });
     return nb::make_tuple(removed.total, removed.per_key);
   }, "keys"_a.none(), "per_key"_a, "stream"_a.none());
-  cls.def("approximate_count", [](self_t& self, nb::handle keys, nb::handle stream) {
-    const cuckoo_filter& f = self.f;
-    return run_batch(self, keys, stream, batch_call<std::uint8_t>{"approximate_count", true},
-                     [&](std::uint8_t* o, stream_t s, const auto&... key) {
-                       f.approximate_count(key..., o, s);
-                       return std::uint64_t{0};
-                     })
-        .per_key;
-  }, "keys"_a.none(), nb::kw_only(), "stream"_a = nb::none(),
-     "CF.COUNT: copies[i] (uint8) = copies of key i's tag in its two buckets, an upper bound on its adds minus removes.");
+  bind_approximate_count(cls, "CF.COUNT: copies[i] (uint8) = copies of key i's tag in its two buckets, an upper "
+                              "bound on its adds minus removes.");
   cls.def("clear", [](self_t& self) { locked(self, [&] { self.f.clear(); }); },
           "Empties the table (keeps layout, capacity and max_kicks; zeroes the totals).");
   cls.def("merge", [](self_t& self, self_t& other) {

@@ -66,19 +66,24 @@ def test_cupy_keys_stay_on_the_device(cupy, dtype):
     assert np.array_equal(cupy.asnumpy(is_new) & expected, np.zeros_like(expected))
 
 
+class DLPackOnly:
+    """A device array seen only through DLPack (neither CuPy nor torch to gbf)."""
+
+    def __init__(self, array):
+        self._array = array
+
+    def __dlpack__(self, **kwargs):
+        return self._array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._array.__dlpack_device__()
+
+
 def test_dlpack_device_keys(cupy):
     keys = cupy.arange(1000, dtype=cupy.uint64)
-
-    class DLPackOnly:
-        def __dlpack__(self, **kwargs):
-            return keys.__dlpack__(**kwargs)
-
-        def __dlpack_device__(self):
-            return keys.__dlpack_device__()
-
     f = gbf.Filter(1000, 0.01, backend="gpu")
-    f.add(DLPackOnly())
-    found = f.contains(DLPackOnly())
+    f.add(DLPackOnly(keys))
+    found = f.contains(DLPackOnly(keys))
     # Not a bare capsule: an object with __dlpack__, readable more than once.
     assert hasattr(found, "__dlpack__") and hasattr(found, "__dlpack_device__")
     assert bool(cupy.from_dlpack(found).all())
@@ -421,19 +426,11 @@ def test_kinds_answer_torch_keys_with_torch_tensors():
 
 def test_kinds_answer_dlpack_only_keys_with_dlpack_objects(cupy):
     keys = cupy.arange(1000, dtype=cupy.uint64)
-
-    class DLPackOnly:
-        def __dlpack__(self, **kwargs):
-            return keys.__dlpack__(**kwargs)
-
-        def __dlpack_device__(self):
-            return keys.__dlpack_device__()
-
     f = gbf.CuckooFilter(10_000, 0.01, backend="gpu")
-    status = f.add(DLPackOnly(), unique=True)  # neither CuPy nor torch: no .shape
+    status = f.add(DLPackOnly(keys), unique=True)  # neither CuPy nor torch: no .shape
     assert hasattr(status, "__dlpack__")
     assert np.array_equal(cupy.asnumpy(cupy.from_dlpack(status)), np.full(1000, gbf.CuckooStatus.INSERTED))
     assert f.stats().keys_added == 1000
     counting = gbf.CountingFilter(10_000, 0.01, backend="gpu")
-    counting.add(DLPackOnly())
-    assert bool(cupy.from_dlpack(counting.contains(DLPackOnly())).all())
+    counting.add(DLPackOnly(keys))
+    assert bool(cupy.from_dlpack(counting.contains(DLPackOnly(keys))).all())
