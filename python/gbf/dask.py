@@ -11,8 +11,8 @@ estimate of the distinct keys), builds one filter of exactly that layout per par
 the workers, and ORs their bits with a tree of merges (split_every at a time): OR is exact,
 associative, commutative and idempotent, so the result is bit for bit the filter of all
 keys built on one machine, whatever the partitioning, the order or a retried task. A
-partition's bits travel sparse (only its nonzero blocks) when that is smaller, as it is
-with many partitions: a partition of n keys touches at most n blocks.
+partition's bits travel sparse (only its nonzero blocks) when that is at most half their
+dense size, as it is with many partitions: a partition of n keys touches at most n blocks.
 
 Keys are hashed the same way on both sides, whatever the column's dtype: integers (any
 signed width as int64, any unsigned width as uint64: 8 little-endian bytes, so an int32
@@ -248,8 +248,8 @@ def _partition_bits(part: Any, column: Optional[str], shape: Layout, capacity: i
 
 
 def _merge_bits(*parts: _Bits) -> _Bits:
-    """The OR of partitions' bits (keys_added summed, as Filter.merge sums them), in the
-    smaller form; gbf.LayoutMismatch when the layouts differ (they never do in a build)."""
+    """The OR of partitions' bits (keys_added summed, as Filter.merge sums them), in the form
+    _Bits.of picks; gbf.LayoutMismatch when the layouts differ (they never do in a build)."""
     first = parts[0]
     for p in parts[1:]:
         if p.layout != first.layout:
