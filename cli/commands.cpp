@@ -388,8 +388,7 @@ int combine(const combine_args& args, combine_op op) {
   file_metadata meta_b;
   filter a = load_filter(args.a, args.run, meta_a);
   std::optional<filter> other;
-  if (!same_file) other.emplace(load_filter(args.b, args.run, meta_b));
-  const filter& b = same_file ? a : *other;
+  const filter& b = same_file ? a : other.emplace(load_filter(args.b, args.run, meta_b));
   check_exportable(a.layout(), args.output);
   naming_inputs(args, [&] {
     switch (op) {

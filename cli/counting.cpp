@@ -290,8 +290,7 @@ int run_counting_combine(const combine_args& args, bool intersect, bool same_fil
   counting_file_metadata meta_b;
   counting_filter a = load_counting_file(args.a, args.run, meta_a);
   std::optional<counting_filter> other;
-  if (!same_file) other.emplace(load_counting_file(args.b, args.run, meta_b));
-  const counting_filter& b = same_file ? a : *other;
+  const counting_filter& b = same_file ? a : other.emplace(load_counting_file(args.b, args.run, meta_b));
   naming_inputs(args, [&] { intersect ? a.intersect(b) : a.merge(b); });
   save_counting(a, args.output, meta_a.fpp);
   const counting_stats s = a.stats();

@@ -248,8 +248,8 @@ int run_cuckoo_merge(const combine_args& args, bool same_file) {
   cuckoo_file_metadata meta_b;
   cuckoo_filter a = load_cuckoo_file(args.a, args.run, meta_a);
   std::optional<cuckoo_filter> other;
-  if (!same_file) other.emplace(load_cuckoo_file(args.b, args.run, meta_b));
-  naming_inputs(args, [&] { a.merge(same_file ? a : *other); });
+  const cuckoo_filter& b = same_file ? a : other.emplace(load_cuckoo_file(args.b, args.run, meta_b));
+  naming_inputs(args, [&] { a.merge(b); });
   save(a, args.output.path, meta_a.fpp);
   const cuckoo_stats s = a.stats();
   if (!args.run.quiet)

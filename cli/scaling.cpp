@@ -76,8 +76,8 @@ int run_scaling_merge(const combine_args& args, bool same_file) {
   require_gbf_format(args.output);
   scaling_filter a = load_scaling(args.a, args.run);
   std::optional<scaling_filter> other;
-  if (!same_file) other.emplace(load_scaling(args.b, args.run));
-  naming_inputs(args, [&] { a.merge(same_file ? a : *other); });
+  const scaling_filter& b = same_file ? a : other.emplace(load_scaling(args.b, args.run));
+  naming_inputs(args, [&] { a.merge(b); });
   save_scaling(a, args.output);
   report_scaling(a, "wrote", args.output.path + " (union of '" + args.a.path + "' and '" + args.b.path + "')",
                  args.run.quiet);

@@ -35,7 +35,8 @@ def filter_object_build(series, keys, fpp, split_every):
 
     parts, column, _ = gd._partitions(series, None)
     shape = gbf.Filter(keys, fpp, backend="cpu").layout
-    level = [dask.delayed(gd._partition_filter, pure=True)(p, column, shape, keys, fpp, "cpu") for p in parts]
+    level = [dask.delayed(lambda part: gd._filled_filter(part, column, shape, keys, fpp, "cpu", "int64")[0],
+                          pure=True)(p) for p in parts]
     while len(level) > 1:
         level = [dask.delayed(lambda *fs: gd.merge_filters(fs), pure=True)(*level[i:i + split_every])
                  for i in range(0, len(level), split_every)]

@@ -143,14 +143,18 @@ def _bad_dtype(dtype: Any) -> TypeError:
 
 # --- Building -----------------------------------------------------------------------------
 
-def _partition_filter(part: Any, column: Optional[str], shape: Layout, capacity: int, fpp: float,
-                      backend: str, int_keys: str = "int64") -> Filter:
-    """One partition's filter, of exactly `shape` (so that all partitions' filters merge)."""
+def _filled_filter(part: Any, column: Optional[str], shape: Layout, capacity: int, fpp: float,
+                   backend: str, int_keys: str) -> tuple:
+    """One partition's filter, of exactly `shape` (so that all partitions' filters merge),
+    and the number of keys it added (nulls are not), which stats() would popcount for."""
     f = Filter(capacity, fpp, layout=shape, backend=backend)
     values = part if column is None else part[column]
-    if len(values):
-        f.add(keys_of(values, int_keys))
-    return f
+    if not len(values):
+        return f, 0
+    keys = keys_of(values, int_keys)
+    f.add(keys)
+    return f, len(keys) - (keys.null_count if isinstance(keys, pa.Array) else 0)
+
 
 
 def merge_filters(filters: Sequence[Filter]) -> Filter:
@@ -241,8 +245,8 @@ def _block_rows(words: np.ndarray, words_per_block: int) -> np.ndarray:
 def _partition_bits(part: Any, column: Optional[str], shape: Layout, capacity: int, fpp: float,
                     backend: str, int_keys: str = "int64") -> _Bits:
     """One partition's filter (of exactly `shape`, so that all partitions merge) as _Bits."""
-    f = _partition_filter(part, column, shape, capacity, fpp, backend, int_keys)
-    words, layout, keys_added = f.words(), f.layout, f.stats().keys_added
+    f, keys_added = _filled_filter(part, column, shape, capacity, fpp, backend, int_keys)
+    words, layout = f.words(), f.layout
     del f  # the words are a copy: the filter's own m bytes go before the blocks are scanned
     return _Bits.of(words, layout, capacity, fpp, keys_added)
 

@@ -434,15 +434,16 @@ void require_aligned(const device_array& a, const char* what) {
 // With an explicit stream S, work queued on the framework's current stream (torch
 // and CuPy tensors written under `with torch.cuda.stream(s1)`) must come first:
 // torch's __cuda_array_interface__ (v2) names no stream to order after.
+// The framework's stream is kept in b.framework for result_for.
 void order_after_framework(nb::handle array, const std::optional<stream_t>& requested,
-                           const device_batch& b) {
+                           device_batch& b) {
   if (!requested || b.count == 0) return;
   const std::optional<std::uintptr_t> current = framework_stream(array);
   if (!current) return;
-  const stream_t framework = stream_from_protocol(*current);
+  b.framework = stream_from_protocol(*current);
   // CuPy's interface (v3) names that very stream, already ordered before S.
-  if (b.keys.producer == framework) return;
-  order_after(framework, *requested, b.device);
+  if (b.keys.producer == b.framework) return;
+  order_after(*b.framework, *requested, b.device);
 }
 
 }  // namespace
@@ -571,10 +572,8 @@ device_result result_for(const device_batch& keys, nb::handle out, result_item i
     // Allocated on the framework's current stream C: when the work runs on another
     // stream S, S first waits for what C holds (a stream-ordered pool may have queued the
     // allocation's own dependencies there; CUDA's rule for memory from cudaMallocAsync).
-    if (const std::optional<std::uintptr_t> current = framework_stream(keys.family)) {
-      const stream_t framework = stream_from_protocol(*current);
-      if (framework != keys.stream) order_after(framework, keys.stream, keys.device);
-    }
+    // Without `stream=`, S is C (stream_value) and keys.framework is unset.
+    if (keys.framework && *keys.framework != keys.stream) order_after(*keys.framework, keys.stream, keys.device);
     r.data = address;
     r.array = made;
     r.keep = made;

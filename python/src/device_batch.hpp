@@ -53,6 +53,9 @@ struct device_batch {
   std::optional<device_array> validity;  ///< strings: the Arrow validity bitmap, if any
   std::size_t count = 0;                 ///< keys
   stream_t stream = nullptr;             ///< S
+  /// The keys' framework's current stream (torch, CuPy) when `stream=` named S; unset
+  /// otherwise (then S is that stream, or the keys have no framework).
+  std::optional<stream_t> framework;
   int device = 0;
   nb::object family;  ///< the array whose kind of array results come back as
   nb::object owner;   ///< what keeps the arrays alive while stream-ordered work runs
