@@ -8,9 +8,11 @@
 #include <utility>
 #include <vector>
 
+#include "gbf/block_bits.hpp"
 #include "host/backend.hpp"
 #include "host/bloom_backend.hpp"
 #include "host/keys.hpp"
+#include "host/layout_text.hpp"
 #include "host/verify.hpp"
 #include "host/word_range.hpp"
 
@@ -36,7 +38,17 @@ placed_backend place(const layout& l, const options& opts) {
   return placed;
 }
 
-// "words_per_block 8 vs 16, num_blocks 100 vs 50": the fields where a and b differ.
+std::uint32_t* gpu_words(detail::bloom_backend& impl) {
+  std::uint32_t* words = impl.device_words();
+  if (words == nullptr)
+    throw wrong_backend("device_words needs the GPU backend, but this filter lives on the CPU");
+  return words;
+}
+
+}  // namespace
+
+namespace detail {
+
 std::string layout_differences(const layout& a, const layout& b) {
   std::string out;
   auto field = [&out](const char* name, std::uint64_t x, std::uint64_t y) {
@@ -52,14 +64,7 @@ std::string layout_differences(const layout& a, const layout& b) {
   return out;
 }
 
-std::uint32_t* gpu_words(detail::bloom_backend& impl) {
-  std::uint32_t* words = impl.device_words();
-  if (words == nullptr)
-    throw wrong_backend("device_words needs the GPU backend, but this filter lives on the CPU");
-  return words;
-}
-
-}  // namespace
+}  // namespace detail
 
 std::string to_string(const layout& l) {
   return std::to_string(l.words_per_block) + " words/block, " + std::to_string(l.bits_per_key) +
@@ -158,7 +163,7 @@ void filter::combine(const filter& other, detail::set_op op) {
                                                            : "take the symmetric difference of";
   if (other.layout_ != layout_)
     throw layout_mismatch(std::string("cannot ") + verb + " filters with different layouts (" +
-                          layout_differences(layout_, other.layout_) + "): " +
+                          detail::layout_differences(layout_, other.layout_) + "): " +
                           to_string(layout_) + " vs " + to_string(other.layout_));
   if (other.impl().kind() == impl().kind()) {
     impl().combine(other.impl(), op);
@@ -178,6 +183,45 @@ void filter::combine(const filter& other, detail::set_op op) {
 void filter::merge(const filter& other) {
   combine(other, detail::set_op::union_or);
   if (&other != this) keys_added_ += other.keys_added_;
+}
+
+void filter::merge(const block_bits& bits) {
+  if (bits.layout() != layout_)
+    throw layout_mismatch("cannot merge block_bits into a filter of another layout (" +
+                          detail::layout_differences(layout_, bits.layout()) +
+                          "): " + to_string(layout_) + " vs " + to_string(bits.layout()));
+  const std::vector<std::uint32_t>& blocks = bits.blocks();
+  const std::uint32_t* words = bits.words().data();
+  const std::uint64_t words_per_block = layout_.words_per_block;
+  if (std::uint32_t* host = impl().host_words()) {
+    for (std::size_t i = 0; i < blocks.size(); ++i)
+      for (std::uint64_t w = 0; w < words_per_block; ++w)
+        host[blocks[i] * words_per_block + w] |= words[i * words_per_block + w];
+  } else if (!blocks.empty()) {
+    // Windows of at most staging_words words, each from the first listed block's
+    // word (rounded down to a multiple of 4, as combine_host wants) over as many
+    // following blocks as fit: zeros elsewhere leave the bits there as they are
+    // under OR, so each window costs one copy of the span its blocks cover.
+    std::vector<std::uint32_t> staging(
+        static_cast<std::size_t>(std::min(detail::staging_words, layout_.num_words())));
+    for (std::size_t i = 0; i < blocks.size();) {
+      const std::uint64_t first = blocks[i] * words_per_block / 4 * 4;
+      std::uint64_t end = first;
+      std::size_t past = i;
+      while (past < blocks.size() &&
+             (blocks[past] + 1) * words_per_block - first <= staging.size()) {
+        end = (blocks[past] + 1) * words_per_block;
+        ++past;
+      }
+      std::fill(staging.begin(), staging.begin() + static_cast<std::ptrdiff_t>(end - first), 0u);
+      for (std::size_t b = i; b < past; ++b)
+        std::copy_n(words + b * words_per_block, words_per_block,
+                    staging.data() + (blocks[b] * words_per_block - first));
+      impl().combine_host(first, end - first, staging.data(), detail::set_op::union_or);
+      i = past;
+    }
+  }
+  keys_added_ += bits.keys_added();
 }
 
 void filter::intersect(const filter& other) {

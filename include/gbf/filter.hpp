@@ -41,6 +41,8 @@
 
 namespace gbf {
 
+class block_bits;  // gbf/block_bits.hpp
+
 /// One line describing `l`, e.g. "8 words/block, 8 bits/key, seed 0, xxh64, 4096 blocks (128.0 KiB)".
 std::string to_string(const layout& l);
 
@@ -257,6 +259,10 @@ class filter {
   void clear();
   /// this |= other (union). Throws layout_mismatch when the layouts differ.
   void merge(const filter& other);
+  /// this |= bits (keys' bits gathered without a filter, gbf/block_bits.hpp); keys_added
+  /// adds bits.keys_added(). Host staging of at most 4 MiB at a time on the GPU. Throws
+  /// layout_mismatch when bits.layout() differs.
+  void merge(const block_bits& bits);
   /// this &= other (intersection; may hold false positives of both). Throws layout_mismatch.
   /// keys_added becomes the smaller count. stats().estimated_keys of the result overstates
   /// the common keys (bits of keys of only one side that the other's keys also set):

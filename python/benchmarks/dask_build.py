@@ -10,10 +10,17 @@ Each build is checked bit for bit against the filter built on one machine.
 --compare also times, alternating with build_filter in the same run, the reduce over
 whole filter objects (one Filter per partition, merged by gbf.dask.merge_filters in the
 same tree): the design build_filter had before its bits travelled sparse.
+
+--task times one partition task per partition count, each in a fresh process (so that its
+peak RSS is its own): build_filter's partition task against the same bits made through a
+filter of the layout's size (what the task did before small partitions hashed their keys
+straight into sparse bits), with the peak RSS above the process's baseline.
 """
 
 import argparse
+import multiprocessing
 import pickle
+import resource
 import statistics
 import time
 
@@ -34,13 +41,58 @@ def filter_object_build(series, keys, fpp, split_every):
     import gbf.dask as gd
 
     parts, column, _ = gd._partitions(series, None)
-    shape = gbf.Filter(keys, fpp, backend="cpu").layout
+    shape = gd._build_layout(keys, fpp, None)
     level = [dask.delayed(lambda part: gd._filled_filter(part, column, shape, keys, fpp, "cpu", "int64")[0],
                           pure=True)(p) for p in parts]
     while len(level) > 1:
         level = [dask.delayed(lambda *fs: gd.merge_filters(fs), pure=True)(*level[i:i + split_every])
                  for i in range(0, len(level), split_every)]
     return level[0].compute()
+
+
+def one_task(n, capacity, fpp, via_filter, results):
+    """A partition task of n keys in this (fresh) process: seconds, peak RSS above the
+    baseline (MiB), and whether its bits came out sparse."""
+    import pandas as pd
+    import gbf.dask as gd
+    from gbf.dask import _Bits, _filled_filter, _build_layout
+
+    part = pd.Series(np.random.default_rng(n).integers(-2**62, 2**62, n, dtype=np.int64))
+    shape = _build_layout(capacity, fpp, None)
+    baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    if via_filter:
+        f, added = _filled_filter(part, None, shape, capacity, fpp, "cpu", "int64")
+        words = f.words()
+        del f
+        bits = _Bits.of(words, shape, capacity, fpp, added)
+    else:
+        bits = gd._partition_bits(part, None, shape, capacity, fpp, "cpu")
+    seconds = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    results.put((seconds, (peak - baseline) / 1024, bits.blocks is not None))
+
+
+def task_costs(keys, fpp, counts, repeat):
+    """one_task in fresh processes, build_filter's task and the filter route alternating."""
+    ctx = multiprocessing.get_context("spawn")
+    print(f"one partition task, fresh process each (median of {repeat}): seconds and peak RSS above baseline")
+    print(f"{'partitions':>10} {'keys':>10} {'task s':>7} {'peak MiB':>9} {'sparse':>6} "
+          f"{'via filter s':>12} {'peak MiB':>9}")
+    for count in counts:
+        n = keys // count
+        runs = {False: [], True: []}
+        for _ in range(repeat):
+            for via_filter in (False, True):
+                results = ctx.Queue()
+                proc = ctx.Process(target=one_task, args=(n, keys, fpp, via_filter, results))
+                proc.start()
+                runs[via_filter].append(results.get())
+                proc.join()
+        direct, filtered = runs[False], runs[True]
+        print(f"{count:>10} {n:>10,} {statistics.median(r[0] for r in direct):>7.3f} "
+              f"{statistics.median(r[1] for r in direct):>9.1f} {str(direct[0][2]):>6} "
+              f"{statistics.median(r[0] for r in filtered):>12.3f} {statistics.median(r[1] for r in filtered):>9.1f}")
 
 
 def main():
@@ -52,7 +104,12 @@ def main():
     ap.add_argument("--split-every", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=3, help="builds per partition count (median reported)")
     ap.add_argument("--compare", action="store_true", help="also time the reduce over whole Filter objects")
+    ap.add_argument("--task", action="store_true",
+                    help="also time one partition task per count in fresh processes, with its peak RSS")
     args = ap.parse_args()
+    counts = [int(p) for p in args.partitions.split(",")]
+    if args.task:
+        task_costs(args.keys, args.fpp, counts, args.repeat)
 
     import dask
     import dask.dataframe as dd
@@ -73,7 +130,7 @@ def main():
               f"{one_machine.layout.size_bytes / 2**20:.2f} MiB")
         print(f"{'partitions':>10} {'build s':>8} {'MiB sent':>9} {'partition result':>17} {'of filter':>9}"
               + (f" {'Filter-object reduce s':>23} {'MiB sent':>9}" if args.compare else ""))
-        for count in (int(p) for p in args.partitions.split(",")):
+        for count in counts:
             series = client.persist(dd.from_pandas(pd.Series(keys), npartitions=count))
             distributed.wait(series)
             seconds, sent, object_seconds, object_sent = [], [], [], []

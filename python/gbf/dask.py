@@ -7,12 +7,15 @@ Bloom-filter joins (docs/distributed.md).
     joined = gd.semi_join(probe, build, on="user_id")     # prefilter, then dd.merge
 
 build_filter sizes one layout on the client (capacity given, or Dask's HyperLogLog
-estimate of the distinct keys), builds one filter of exactly that layout per partition on
-the workers, and ORs their bits with a tree of merges (split_every at a time): OR is exact,
+estimate of the distinct keys), computes each partition's bits in exactly that layout on
+the workers, and ORs them with a tree of merges (split_every at a time): OR is exact,
 associative, commutative and idempotent, so the result is bit for bit the filter of all
 keys built on one machine, whatever the partitioning, the order or a retried task. A
 partition's bits travel sparse (only its nonzero blocks) when that is at most half their
-dense size, as it is with many partitions: a partition of n keys touches at most n blocks.
+dense size, as it is with many partitions: a partition of n keys touches at most n blocks,
+and one small enough that n blocks would be sparse hashes its keys straight into sparse
+bits, never holding a filter of the layout's size; merges of sparse bits stay sparse
+while their union is.
 
 Keys are hashed the same way on both sides, whatever the column's dtype: integers (any
 signed width as int64, any unsigned width as uint64: 8 little-endian bytes, so an int32
@@ -52,8 +55,9 @@ except ImportError as e:  # pragma: no cover - the message is the point
     raise ImportError(f"gbf.dask needs dask[dataframe], pandas and pyarrow ({e}); "
                       "install them with `pip install ./python[dask]`") from e
 
-from ._errors import LayoutMismatch
-from ._filter import Filter, Layout
+from . import _core
+from ._errors import InvalidArgument, LayoutMismatch
+from ._filter import Filter, Layout, _capacity, size_for
 from ._kinds import CountingFilter, CuckooFilter, ScalingFilter
 
 #: Head-room on Dask's distinct-count estimate (HyperLogLog, standard error about 1%):
@@ -244,22 +248,57 @@ def _block_rows(words: np.ndarray, words_per_block: int) -> np.ndarray:
 
 def _partition_bits(part: Any, column: Optional[str], shape: Layout, capacity: int, fpp: float,
                     backend: str, int_keys: str = "int64") -> _Bits:
-    """One partition's filter (of exactly `shape`, so that all partitions merge) as _Bits."""
+    """One partition's bits for a filter of exactly `shape` (so that all partitions merge).
+
+    A partition of n keys touches at most n blocks: when even n blocks would be sparse
+    (_Bits' rule), its bits are computed straight from the keys (gbf::block_bits, on the
+    CPU whatever the backend: a hash and a radix sort by block, O(n) memory) and no
+    filter of the layout's size is ever made. Otherwise a filter of `backend` adds them
+    and its words are scanned."""
+    values = part if column is None else part[column]
+    words_per_block = shape.words_per_block
+    if 2 * len(values) * _sparse_block_bytes(shape) <= shape.size_bytes:
+        if not len(values):
+            return _Bits(shape, capacity, fpp, 0, np.zeros(0, np.uint32), _block_rows(np.zeros(0, np.uint32),
+                                                                                        words_per_block))
+        blocks, words, keys_added = _core._block_bits(keys_of(values, int_keys), words_per_block,
+                                                      shape.bits_per_key, shape.seed, shape._blocks())
+        return _Bits(shape, capacity, fpp, keys_added, blocks, _block_rows(words, words_per_block))
     f, keys_added = _filled_filter(part, column, shape, capacity, fpp, backend, int_keys)
-    words, layout = f.words(), f.layout
+    words = f.words()
     del f  # the words are a copy: the filter's own m bytes go before the blocks are scanned
-    return _Bits.of(words, layout, capacity, fpp, keys_added)
+    return _Bits.of(words, shape, capacity, fpp, keys_added)
+
+
+def _sparse_block_bytes(layout: Layout) -> int:
+    """Bytes of one block in _Bits' sparse form: its 4-byte index and its words."""
+    return 4 + 4 * layout.words_per_block
 
 
 def _merge_bits(*parts: _Bits) -> _Bits:
     """The OR of partitions' bits (keys_added summed, as Filter.merge sums them), in the form
-    _Bits.of picks; gbf.LayoutMismatch when the layouts differ (they never do in a build)."""
+    _Bits.of picks; gbf.LayoutMismatch when the layouts differ (they never do in a build).
+
+    Sparse inputs whose blocks together are at most half the dense size are united sparse
+    (sorted by block, rows of one block ORed): no dense array, so a tree of small
+    partitions stays O(keys) until the union itself is dense."""
     first = parts[0]
     for p in parts[1:]:
         if p.layout != first.layout:
             raise LayoutMismatch(f"cannot merge filters of different layouts: {first.layout} and {p.layout}")
     keys_added = sum(p.keys_added for p in parts)
     dense = [p for p in parts if p.blocks is None]
+    sparse = [p.blocks for p in parts if p.blocks is not None]
+    if not dense and 2 * sum(b.size for b in sparse) * _sparse_block_bytes(first.layout) <= \
+            first.layout.size_bytes:
+        blocks = np.concatenate(sparse)
+        rows = np.concatenate([p.words for p in parts])
+        if len(blocks):
+            order = np.argsort(blocks, kind="stable")
+            blocks, rows = blocks[order], rows[order]
+            starts = np.flatnonzero(np.concatenate(([True], blocks[1:] != blocks[:-1])))
+            blocks, rows = blocks[starts], np.bitwise_or.reduceat(rows, starts, axis=0)
+        return _Bits(first.layout, first.capacity, first.fpp, keys_added, blocks, rows)
     # Inputs are never changed (a retried task must see them as they were): the
     # accumulator is a copy of one dense input, or zeros.
     words = dense[0].words.copy() if dense else np.zeros(first.layout.num_bits // 32, dtype=np.uint32)
@@ -336,6 +375,23 @@ def estimate_distinct(keys: Any) -> int:
     return int(keys.nunique_approx().compute())
 
 
+def _build_layout(capacity: Any, fpp: float, layout: Any) -> Layout:
+    """The layout gbf.Filter(capacity, fpp, layout=layout) would have, with its refusals,
+    computed without making that filter (the client never holds the m bytes)."""
+    capacity = _capacity(capacity, "sizing")
+    if layout == "parquet":
+        return Layout(*_core._parquet_layout(capacity, fpp))
+    shape = Layout.parse(layout) if isinstance(layout, str) else Layout() if layout is None else layout
+    if not isinstance(shape, Layout):
+        raise TypeError(f"layout must be None, 'parquet', 'W/K[/SEED]' or a gbf.Layout, not {type(layout).__name__}")
+    if shape.num_blocks is None:
+        return size_for(capacity, fpp, shape)
+    if not 0 < fpp < 1:
+        raise InvalidArgument(f"fpp must be in (0, 1), or None (unknown) with an explicit layout; got {fpp!r}")
+    shape.expected_fpr(0)  # gbf.InvalidArgument naming what is wrong with the layout
+    return shape
+
+
 def build_filter(data: Any, capacity: Optional[int] = None, fpp: float = 0.01, *, column: Optional[str] = None,
                  layout: Any = None, backend: str = "cpu", split_every: int = 8, compute: bool = True,
                  int_keys: str = "int64") -> Any:
@@ -362,8 +418,7 @@ def build_filter(data: Any, capacity: Optional[int] = None, fpp: float = 0.01, *
     parts, inner_column, key_column = _partitions(data, column)
     if capacity is None:
         capacity = max(1, math.ceil(estimate_distinct(key_column) * ESTIMATE_MARGIN))
-    template = Filter(capacity, fpp, layout=layout, backend="cpu")
-    shape = template.layout
+    shape = _build_layout(capacity, float(fpp), layout)
     bits = [dask.delayed(_partition_bits, pure=True)(p, inner_column, shape, int(capacity), float(fpp), backend,
                                                      int_keys)
             for p in parts]

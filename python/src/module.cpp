@@ -13,11 +13,15 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <type_traits>
+#include <vector>
 
 #include "docstrings.hpp"
+#include "gbf/block_bits.hpp"
 #include "gbf/io.hpp"
 #include "gbf/sizing.hpp"
 #include "gbf/version.hpp"
+#include "host_chunks.hpp"
 
 namespace gbf::python {
 
@@ -223,6 +227,42 @@ void init_module(nb::module_& m) {
       f.emplace(filter::from_words(l, data, opts, capacity, keys_added));
     }
     return made(std::move(*f), fpp, where, threads);
+  });
+  m.def("_block_bits", [](nb::handle keys, std::uint32_t w, std::uint32_t k, std::uint64_t seed,
+                          std::uint64_t blocks) {
+    // gbf::block_bits of host keys for gbf.dask: (blocks uint32, words uint32, keys added),
+    // the words W per block, flat; the keys as Filter.add reads them, nulls skipped.
+    if (device_keys(keys)) throw invalid_argument("block bits are computed from host keys, not device arrays");
+    const host_keys host = read_host_keys(keys);
+    block_bits bits(make_layout(w, k, seed, blocks));
+    {
+      nb::gil_scoped_release release;
+      gather_buffer gathered;
+      for (const key_piece& piece : host.pieces)
+        visit(piece, [&](const auto& part) {
+          using K = std::decay_t<decltype(part)>;
+          if constexpr (std::is_same_v<K, int_keys<std::uint32_t>> || std::is_same_v<K, int_keys<std::uint64_t>>) {
+            if (part.validity == nullptr) {
+              bits.add(part.data, part.count);
+            } else {
+              const auto kept = non_null(part, gathered);
+              bits.add(kept.data(), kept.size());
+            }
+          } else {
+            bits.add(part);
+          }
+        });
+    }
+    const auto to_array = [](const std::vector<std::uint32_t>& values) {
+      nb::object out = new_numpy_array(values.size(), NPY_UINT32);
+      std::copy(values.begin(), values.end(),
+                static_cast<std::uint32_t*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(out.ptr()))));
+      return out;
+    };
+    return nb::make_tuple(to_array(bits.blocks()), to_array(bits.words()), bits.keys_added());
+  });
+  m.def("_parquet_layout", [](std::uint64_t capacity, double fpp) {
+    return layout_tuple(parquet_compatible_layout(capacity, fpp));
   });
   m.def("_parquet_compatible", [](std::uint64_t capacity, double fpp, const std::string& where,
                                   unsigned threads) {

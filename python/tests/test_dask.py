@@ -156,6 +156,73 @@ def test_partition_bits_travel_sparse_while_that_is_smaller(shape):
         assert (g.capacity, g.fpp, g.layout) == (200_000, 0.01, like.layout)
 
 
+@pytest.mark.parametrize("shape", ["8/8", "1/1", "2/3/7", "16/16", "4/8"])
+def test_a_small_partition_hashes_its_keys_into_sparse_bits_without_a_filter(shape, monkeypatch):
+    """A partition small enough that even one block per key is sparse never makes a
+    filter of the layout's size: its bits (integers of each width, strings, nulls, no
+    keys) are the nonzero blocks of the filter that added its keys."""
+    like = gbf.Filter(500_000, 0.01, layout=shape, backend="cpu")
+    rng = np.random.default_rng(15)
+    strings = pd.Series([f"k{i}" if i % 5 else None for i in range(3_000)], dtype=object)
+    columns = [pd.Series(rng.integers(-2**62, 2**62, 3_000)), strings,
+               pd.Series(rng.integers(0, 2**31, 3_000).astype(np.int32)),
+               pd.Series(pa.array([1, None, 3] * 500), dtype=pd.ArrowDtype(pa.int64())),
+               pd.Series([], dtype=np.int64)]
+
+    def no_filter(*args, **kwargs):
+        raise AssertionError("a partition of sparse bits made a filter")
+
+    for int_keys in ("int64", "column"):
+        for column in columns:
+            expected = gbf.Filter(500_000, 0.01, layout=like.layout, backend="cpu")
+            keys = gd.keys_of(column, int_keys)
+            expected.add(keys)
+            with monkeypatch.context() as m:
+                m.setattr(gd, "_filled_filter", no_filter)
+                bits = gd._partition_bits(column, None, like.layout, 500_000, 0.01, "cpu", int_keys)
+            assert bits.blocks is not None and bits.blocks.dtype == np.uint32
+            assert np.all(np.diff(bits.blocks.astype(np.int64)) > 0)  # ascending, distinct
+            assert np.array_equal(bits.dense_words(), expected.words()), (shape, int_keys, column.dtype)
+            assert bits.keys_added == expected.stats().keys_added
+            assert bits.nbytes == len(bits.blocks) * (4 + 4 * like.layout.words_per_block)
+
+
+def test_sparse_parts_unite_sparse_until_their_union_would_not_be():
+    like = gbf.Filter(1_000_000, 0.01, backend="cpu")  # 8/8: a sparse block costs 36 bytes
+    rng = np.random.default_rng(16)
+    batches = [rng.integers(0, 2**62, n) for n in (3_000, 5_000, 2_000)]
+    batches.append(batches[0][:100])  # blocks the first part holds already
+    parts = [gd._partition_bits(pd.Series(b), None, like.layout, 1_000_000, 0.01, "cpu") for b in batches]
+    assert all(p.blocks is not None for p in parts)
+    merged = gd._merge_bits(*parts)
+    everything = _one_machine(np.concatenate(batches), like)
+    assert merged.blocks is not None and np.all(np.diff(merged.blocks.astype(np.int64)) > 0)
+    assert np.array_equal(merged.dense_words(), everything.words())
+    assert merged.keys_added == sum(len(b) for b in batches)
+    assert gd._merge_bits(*[gd._partition_bits(pd.Series([], dtype=np.int64), None, like.layout, 1_000_000, 0.01,
+                                               "cpu")] * 3).blocks.size == 0
+    # 40 parts of 3,000 keys: 4.3 MB of sparse blocks against a 1.2 MB filter, so dense.
+    many = [gd._partition_bits(pd.Series(rng.integers(0, 2**62, 3_000)), None, like.layout, 1_000_000, 0.01, "cpu")
+            for _ in range(40)]
+    assert gd._merge_bits(*many).blocks is None
+
+
+def test_the_client_sizes_the_layout_as_a_filter_would_without_making_one():
+    shape = gbf.Layout(16, 16, 3)
+    sized = gbf.Layout(4, 8, 1, 1_000)
+    for layout in (None, "8/8", "4/6/9", "parquet", shape, sized):
+        expected = gbf.Filter(123_456, 0.001, layout=layout, backend="cpu").layout
+        assert gd._build_layout(123_456, 0.001, layout) == expected, layout
+    for capacity, fpp, layout, error in ((0, 0.01, None, gbf.InvalidArgument), (-1, 0.01, None, ValueError),
+                                         (10, 1.5, None, gbf.InvalidArgument), (10, 0.0, sized, gbf.InvalidArgument),
+                                         (10, 0.01, gbf.Layout(3, 8, 0, 10), gbf.InvalidArgument),
+                                         (10, 0.01, "8/x", ValueError), (10, 0.01, 8, TypeError)):
+        with pytest.raises(error):
+            gbf.Filter(capacity, fpp, layout=layout, backend="cpu")
+        with pytest.raises(error):
+            gd._build_layout(capacity, fpp, layout)
+
+
 def test_merged_bits_are_the_or_of_their_inputs_which_stay_unchanged():
     rng = np.random.default_rng(6)
     like = gbf.Filter(100_000, 0.01, backend="cpu")

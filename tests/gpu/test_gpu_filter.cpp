@@ -2,8 +2,8 @@
 // filter, the automatic backend choosing the GPU, synchronous calls on the
 // caller's stream (ordered after the work already queued there, or on the
 // legacy default stream without one, and done when they return), device_words,
-// and select (the join prefilter) against the CPU's rows for host and device
-// batches, sync and async. Every test skips without a GPU (gbf::test::gpu_test).
+// merge of block_bits, and select (the join prefilter) against the CPU's rows
+// for host and device batches, sync and async. Every test skips without a GPU (gbf::test::gpu_test).
 #include <gtest/gtest.h>
 
 #include <cuda_runtime.h>
@@ -11,11 +11,13 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "tests/gpu/gpu_test.hpp"
 #include "tests/support.hpp"
+#include "gbf/block_bits.hpp"
 #include "gbf/error.hpp"
 #include "gbf/filter.hpp"
 #include "host/gpu/runtime.hpp"
@@ -61,6 +63,33 @@ TEST_F(GpuFilter, GpuAndCpuFiltersHoldTheSameBitsAndAnswers) {
     EXPECT_EQ(c.copy_to(backend::gpu).words(), c.words());
     g.merge(c);  // across backends
     EXPECT_EQ(g.words(), c.words());
+  }
+}
+
+// filter::merge(block_bits) on the GPU goes through host staging windows that
+// start on a multiple of 4 words and span up to 2^20 words: W = 1 and 2 blocks
+// whose window starts inside another block, filters of several windows, and a
+// last block at the filter's odd end, all against the same merge on the CPU.
+TEST_F(GpuFilter, MergingBlockBitsSetsTheSameBitsAsOnTheCpu) {
+  for (const auto& [w, k, num_blocks] : {std::tuple<std::uint32_t, std::uint32_t, std::uint64_t>{1, 3, 3'000'017},
+                                         {2, 4, 999'999}, {8, 8, 400'001}, {16, 16, 7}}) {
+    const layout l = test::layout_of(w, k, num_blocks, 5);
+    auto keys = random_keys<std::uint64_t>(20'000, 81);
+    filter g(l, on_gpu());
+    filter c(l, on_cpu());
+    g.add(keys.data(), keys.size() / 2);
+    c.add(keys.data(), keys.size() / 2);
+    block_bits bits(l);
+    bits.add(keys.data() + keys.size() / 2, keys.size() - keys.size() / 2);
+    // The last block too, so the last window ends at the filter's end.
+    const block_bits last = block_bits::from_blocks(l, {static_cast<std::uint32_t>(num_blocks - 1)},
+                                                    std::vector<std::uint32_t>(w, 0x80000001u));
+    bits.merge(last);
+    g.merge(bits);
+    c.merge(bits);
+    EXPECT_EQ(g.words(), c.words()) << test::name_of(l);
+    EXPECT_EQ(g.stats().keys_added, keys.size());
+    EXPECT_EQ(g.count(keys.data(), keys.size()), keys.size());
   }
 }
 

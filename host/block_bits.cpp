@@ -1,0 +1,210 @@
+// gbf::block_bits: a batch's bits as the blocks it touches (include/gbf/block_bits.hpp).
+#include "gbf/block_bits.hpp"
+
+#include <algorithm>
+#include <new>
+#include <string>
+#include <utility>
+
+#include "gbf/error.hpp"
+#include "gbf/filter.hpp"
+#include "host/backend.hpp"
+#include "host/cpu/key_loop.hpp"
+#include "host/keys.hpp"
+#include "host/layout_text.hpp"
+
+namespace gbf {
+namespace {
+
+using detail::key_batch;
+
+constexpr const char* add_what = "block_bits::add";
+
+/// Bits of a radix-sort digit: 2^11 counters (16 KiB) stay in L1, and three
+/// passes cover the 32 bits of the largest block index.
+constexpr unsigned digit_bits = 11;
+constexpr std::uint32_t digit_mask = (1u << digit_bits) - 1;
+
+[[noreturn]] void out_of_memory(const char* what, std::uint64_t bytes) {
+  throw allocation_error(std::string(what) + ": cannot allocate " + detail::format_bytes(bytes) +
+                             " for the blocks of the keys",
+                         bytes);
+}
+
+/// The hashes of the batch's non-null keys, ordered by block: an LSD radix sort
+/// on block_index(h, num_blocks), which needs only as many 11-bit passes as the
+/// largest index has bits (none for one block). Stable, so equal blocks keep
+/// batch order (which no caller needs, but it makes the output deterministic).
+std::vector<std::uint64_t> hashes_by_block(const key_batch& keys, const layout& l) {
+  std::vector<std::uint64_t> hashes;
+  std::vector<std::uint64_t> scratch;
+  const std::uint64_t valid = detail::count_valid(keys);
+  try {
+    hashes.reserve(valid);
+    scratch.resize(valid);
+  } catch (const std::bad_alloc&) {
+    out_of_memory(add_what, 2 * valid * sizeof(std::uint64_t));
+  }
+  detail::cpu::with_hashes(keys, l.seed, [&](auto hash_of) {
+    for (std::size_t i = 0; i < keys.count; ++i)
+      if (detail::key_valid(keys.validity, keys.validity_bit, i)) hashes.push_back(hash_of(i));
+  });
+
+  unsigned index_bits = 0;
+  while (index_bits < 64 && (l.num_blocks - 1) >> index_bits != 0) ++index_bits;
+  std::vector<std::size_t> counts(std::size_t{1} << digit_bits);
+  for (unsigned shift = 0; shift < index_bits; shift += digit_bits) {
+    const auto digit = [&](std::uint64_t h) {
+      return static_cast<std::size_t>((block_index(h, l.num_blocks) >> shift) & digit_mask);
+    };
+    std::fill(counts.begin(), counts.end(), std::size_t{0});
+    for (const std::uint64_t h : hashes) ++counts[digit(h)];
+    std::size_t start = 0;
+    for (std::size_t& c : counts) start += std::exchange(c, start);
+    for (const std::uint64_t h : hashes) scratch[counts[digit(h)]++] = h;
+    hashes.swap(scratch);
+  }
+  return hashes;
+}
+
+/// Appends one block index and W words for each run of equal blocks in `sorted`
+/// (hashes ordered by block), the words the OR of the run's masks.
+template <std::uint32_t WordsPerBlock>
+void or_runs(const std::vector<std::uint64_t>& sorted, const layout& l,
+             std::vector<std::uint32_t>& blocks, std::vector<std::uint32_t>& words) {
+  std::uint64_t current = ~std::uint64_t{0};
+  std::uint32_t* row = nullptr;
+  for (const std::uint64_t h : sorted) {
+    const std::uint64_t block = block_index(h, l.num_blocks);
+    if (block != current) {
+      current = block;
+      blocks.push_back(static_cast<std::uint32_t>(block));
+      words.resize(words.size() + WordsPerBlock);
+      row = words.data() + words.size() - WordsPerBlock;
+    }
+    std::uint32_t masks[WordsPerBlock];
+    block_masks<WordsPerBlock>(h, l.bits_per_key, masks);
+    for (std::uint32_t w = 0; w < WordsPerBlock; ++w) row[w] |= masks[w];
+  }
+}
+
+/// The union of two sorted block lists and their words (W per block).
+void merge_sorted(std::uint32_t words_per_block, const std::vector<std::uint32_t>& a_blocks,
+                  const std::vector<std::uint32_t>& a_words, const std::vector<std::uint32_t>& b_blocks,
+                  const std::vector<std::uint32_t>& b_words, std::vector<std::uint32_t>& blocks,
+                  std::vector<std::uint32_t>& words) {
+  blocks.reserve(a_blocks.size() + b_blocks.size());
+  words.reserve((a_blocks.size() + b_blocks.size()) * words_per_block);
+  std::size_t i = 0;
+  std::size_t j = 0;
+  const auto append = [&](std::uint32_t block, const std::uint32_t* row) {
+    blocks.push_back(block);
+    words.insert(words.end(), row, row + words_per_block);
+  };
+  while (i < a_blocks.size() || j < b_blocks.size()) {
+    if (j == b_blocks.size() || (i < a_blocks.size() && a_blocks[i] < b_blocks[j])) {
+      append(a_blocks[i], &a_words[i * words_per_block]);
+      ++i;
+    } else if (i == a_blocks.size() || b_blocks[j] < a_blocks[i]) {
+      append(b_blocks[j], &b_words[j * words_per_block]);
+      ++j;
+    } else {
+      append(a_blocks[i], &a_words[i * words_per_block]);
+      std::uint32_t* row = &words[words.size() - words_per_block];
+      for (std::uint32_t w = 0; w < words_per_block; ++w) row[w] |= b_words[j * words_per_block + w];
+      ++i;
+      ++j;
+    }
+  }
+}
+
+}  // namespace
+
+block_bits::block_bits(const gbf::layout& l) : layout_(l) {
+  if (const char* problem = layout_problem(l))
+    throw invalid_argument(std::string("block_bits: invalid layout: ") + problem);
+}
+
+block_bits block_bits::from_blocks(const gbf::layout& l, std::vector<std::uint32_t> blocks,
+                                   std::vector<std::uint32_t> words, std::uint64_t keys_added) {
+  block_bits bits(l);
+  const std::uint32_t words_per_block = l.words_per_block;
+  const std::string what = "block_bits::from_blocks: ";
+  if (words.size() != blocks.size() * words_per_block)
+    throw invalid_argument(what + std::to_string(words.size()) + " words for " +
+                           std::to_string(blocks.size()) + " blocks of " +
+                           std::to_string(words_per_block) + " words (" +
+                           std::to_string(blocks.size() * words_per_block) + " expected)");
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    const std::string at = "blocks[" + std::to_string(i) + "] = " + std::to_string(blocks[i]);
+    if (blocks[i] >= l.num_blocks)
+      throw invalid_argument(what + at + " is past the filter's " + std::to_string(l.num_blocks) +
+                             " blocks");
+    if (i > 0 && blocks[i] <= blocks[i - 1])
+      throw invalid_argument(what + at + " does not follow blocks[" + std::to_string(i - 1) +
+                             "] = " + std::to_string(blocks[i - 1]) +
+                             " (blocks must ascend, each once)");
+    const std::uint32_t* row = &words[i * words_per_block];
+    if (std::all_of(row, row + words_per_block, [](std::uint32_t w) { return w == 0; }))
+      throw invalid_argument(what + at + " has no bit set (only blocks with bits are listed)");
+  }
+  bits.blocks_ = std::move(blocks);
+  bits.words_ = std::move(words);
+  bits.keys_added_ = keys_added;
+  return bits;
+}
+
+void block_bits::add_keys(const key_batch& keys) {
+  const key_batch batch = detail::check_batch(add_what, keys);
+  if (batch.count == 0) return;
+  if (batch.space != detail::memory_space::host)
+    throw invalid_argument(std::string(add_what) +
+                           ": the keys are in device memory; block_bits hashes host keys (copy them "
+                           "to the host, or add them to a GPU filter)");
+  const std::vector<std::uint64_t> sorted = hashes_by_block(batch, layout_);
+  std::vector<std::uint32_t> new_blocks;
+  std::vector<std::uint32_t> new_words;
+  try {
+    switch (layout_.words_per_block) {
+      case 1: or_runs<1>(sorted, layout_, new_blocks, new_words); break;
+      case 2: or_runs<2>(sorted, layout_, new_blocks, new_words); break;
+      case 4: or_runs<4>(sorted, layout_, new_blocks, new_words); break;
+      case 8: or_runs<8>(sorted, layout_, new_blocks, new_words); break;
+      default: or_runs<16>(sorted, layout_, new_blocks, new_words); break;
+    }
+    if (!blocks_.empty()) {
+      std::vector<std::uint32_t> blocks;
+      std::vector<std::uint32_t> words;
+      merge_sorted(layout_.words_per_block, blocks_, words_, new_blocks, new_words, blocks, words);
+      new_blocks.swap(blocks);
+      new_words.swap(words);
+    }
+  } catch (const std::bad_alloc&) {
+    out_of_memory(add_what, (blocks_.size() + sorted.size()) * (1 + layout_.words_per_block) *
+                                sizeof(std::uint32_t));
+  }
+  blocks_ = std::move(new_blocks);
+  words_ = std::move(new_words);
+  keys_added_ += sorted.size();
+}
+
+void block_bits::merge(const block_bits& other) {
+  if (other.layout_ != layout_)
+    throw layout_mismatch("cannot merge block_bits of different layouts (" +
+                          detail::layout_differences(layout_, other.layout_) +
+                          "): " + to_string(layout_) + " vs " + to_string(other.layout_));
+  if (&other == this) return;  // x | x = x; keys_added stays, as filter::merge(self) keeps it
+  std::vector<std::uint32_t> blocks;
+  std::vector<std::uint32_t> words;
+  try {
+    merge_sorted(layout_.words_per_block, blocks_, words_, other.blocks_, other.words_, blocks, words);
+  } catch (const std::bad_alloc&) {
+    out_of_memory("block_bits::merge", (blocks_.size() + other.blocks_.size()) *
+                                           (1 + layout_.words_per_block) * sizeof(std::uint32_t));
+  }
+  blocks_ = std::move(blocks);
+  words_ = std::move(words);
+  keys_added_ += other.keys_added_;
+}
+
+}  // namespace gbf
