@@ -370,6 +370,8 @@ def _count(value: Any, name: str, bits: int = 64) -> int:
     """A count argument (capacity, threads, ...) as the binding's unsigned integer of `bits`
     bits: an int, a NumPy integer or a whole float (1e6). TypeError for other types,
     ValueError for a fraction, gbf.InvalidArgument outside [0, 2**bits)."""
+    if isinstance(value, bool):  # an int to Python, but never a count (True would be 1)
+        raise TypeError(f"{name} must be an integer, not bool")
     if isinstance(value, float):
         if not value.is_integer():
             raise ValueError(f"{name} must be a whole number, got {value!r}")

@@ -50,6 +50,11 @@ def _select(found: Any) -> Any:
     return np.flatnonzero(np.atleast_1d(found)).astype(np.int64, copy=False)
 
 
+def _fpp(fpp: Optional[float]) -> float:
+    """A kind's target false-positive rate: None means the default 0.01, as for gbf.Filter."""
+    return 0.01 if fpp is None else float(fpp)
+
+
 def _shape(layout: Union[None, str, Layout]) -> Layout:
     shape = Layout.parse(layout) if isinstance(layout, str) else Layout() if layout is None else layout
     if not isinstance(shape, Layout):
@@ -184,10 +189,10 @@ class CountingFilter(_FileBacked, _core.CountingFilterBase):
 
     _deserialize_core = staticmethod(_core._counting_deserialize)
     _load_core = staticmethod(_core._counting_load)
-    def __init__(self, capacity: int, fpp: float = 0.01, *, backend: str = "auto", counter_bits: int = 4,
+    def __init__(self, capacity: int, fpp: Optional[float] = 0.01, *, backend: str = "auto", counter_bits: int = 4,
                  layout: Union[None, str, Layout] = None, threads: int = 0) -> None:
         s = _shape(layout)
-        super().__init__(_core._counting_create(_count(capacity, "capacity"), float(fpp), backend,
+        super().__init__(_core._counting_create(_count(capacity, "capacity"), _fpp(fpp), backend,
                                                 s.words_per_block, s.bits_per_key, s.seed,
                                                 _count(counter_bits, "counter_bits", 32),
                                                 _count(threads, "threads", 32)))
@@ -313,11 +318,11 @@ class ScalingFilter(_FileBacked, _core.ScalingFilterBase):
 
     _deserialize_core = staticmethod(_core._scaling_deserialize)
     _load_core = staticmethod(_core._scaling_load)
-    def __init__(self, capacity: int, fpp: float = 0.01, *, backend: str = "auto", expansion: int = 2,
+    def __init__(self, capacity: int, fpp: Optional[float] = 0.01, *, backend: str = "auto", expansion: int = 2,
                  tightening: float = 0.5, non_scaling: bool = False, layout: Union[None, str, Layout] = None,
                  threads: int = 0) -> None:
         s = _shape(layout)
-        super().__init__(_core._scaling_create(_count(capacity, "capacity"), float(fpp), backend,
+        super().__init__(_core._scaling_create(_count(capacity, "capacity"), _fpp(fpp), backend,
                                                s.words_per_block, s.bits_per_key, s.seed,
                                                _count(expansion, "expansion", 32), float(tightening),
                                                bool(non_scaling), _count(threads, "threads", 32)))
@@ -423,9 +428,9 @@ class CuckooFilter(_FileBacked, _core.CuckooFilterBase):
 
     _deserialize_core = staticmethod(_core._cuckoo_deserialize)
     _load_core = staticmethod(_core._cuckoo_load)
-    def __init__(self, capacity: int, fpp: float = 0.01, *, backend: str = "auto", tag_bits: int = 0,
+    def __init__(self, capacity: int, fpp: Optional[float] = 0.01, *, backend: str = "auto", tag_bits: int = 0,
                  max_kicks: int = _core.cuckoo_default_max_kicks, seed: int = 0, threads: int = 0) -> None:
-        super().__init__(_core._cuckoo_create(_count(capacity, "capacity"), float(fpp), backend,
+        super().__init__(_core._cuckoo_create(_count(capacity, "capacity"), _fpp(fpp), backend,
                                               _count(tag_bits, "tag_bits", 32), _count(max_kicks, "max_kicks", 32),
                                               _count(seed, "seed"), _count(threads, "threads", 32)))
 

@@ -13,7 +13,8 @@
 //   Python int (a 64-bit key: int64 when negative, else uint64, the same 8 bytes), str
 //     (its UTF-8 bytes), bytes: one key. Lists, tuples and object arrays of str / bytes /
 //     None are packed into one string batch (a copy; None is null); lists of ints go
-//     through NumPy (int64).
+//     through NumPy (int64; a list of NumPy int32 / uint32 scalars at 4 bytes, as each
+//     alone, and one mixing those with 8-byte keys is refused).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 
@@ -273,12 +274,18 @@ nb::object uint64_array_of_ints(PyObject* list, Py_ssize_t n) {
   bool negative = false, past_int64 = false;
   for (Py_ssize_t i = 0; i < n; ++i) {
     PyObject* item = PySequence_Fast_GET_ITEM(list, i);
-    if (!PyLong_Check(item))
+    // A NumPy integer scalar (np.uint64(5) beside 7 made NumPy choose float64) is its value.
+    nb::object value = nb::borrow(item);
+    if (!PyLong_Check(item) && PyArray_IsScalar(item, Integer)) {
+      value = nb::steal(PyNumber_Index(item));
+      if (!value.is_valid()) throw nb::python_error();
+    }
+    if (!PyLong_Check(value.ptr()))
       throw nb::type_error((std::string(only) + "; item " + std::to_string(i) + " is a " +
                             Py_TYPE(item)->tp_name)
                                .c_str());
     bool fits_int64 = false;
-    out[i] = int_key_bits(item, fits_int64, "item " + std::to_string(i) + " of the list: ");
+    out[i] = int_key_bits(value.ptr(), fits_int64, "item " + std::to_string(i) + " of the list: ");
     negative |= fits_int64 && static_cast<std::int64_t>(out[i]) < 0;
     past_int64 |= !fits_int64;
   }
@@ -287,6 +294,27 @@ nb::object uint64_array_of_ints(PyObject* list, Py_ssize_t n) {
         "a list of ints holding both negative keys and keys >= 2**63 has no integer type: pass a "
         "NumPy uint64 array (a negative key as its two's complement) or an int64 one");
   return array;
+}
+
+// NumPy reads a list of 4-byte NumPy integer scalars as a 4-byte array, hashed as 4
+// bytes like each of those scalars alone; mixed with Python ints or 8-byte scalars (or
+// int32 with uint32) it widens them to 8 bytes, where they would be other keys than
+// alone (a false negative for a key added alone). Refused, naming the item.
+void refuse_widened_scalars(PyObject* list, Py_ssize_t n, std::size_t array_itemsize) {
+  if (array_itemsize == 4) return;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* item = PySequence_Fast_GET_ITEM(list, i);
+    if (!PyArray_IsScalar(item, Integer)) continue;
+    PyArray_Descr* descr = PyArray_DescrFromScalar(item);
+    const auto itemsize = static_cast<std::size_t>(PyDataType_ELSIZE(descr));
+    Py_DECREF(descr);
+    if (itemsize == 4)
+      throw nb::type_error(("item " + std::to_string(i) + " of the list is a " + Py_TYPE(item)->tp_name +
+                            ", hashed as 4 bytes (as it is alone), but the list mixes it with keys "
+                            "hashed as 8 (Python ints or 64-bit scalars): give one width, e.g. "
+                            "numpy.asarray(keys, dtype=numpy.int64)")
+                               .c_str());
+  }
 }
 
 void read_int(nb::handle obj, host_keys& keys) {
@@ -563,6 +591,7 @@ host_keys read_host_keys(nb::handle obj) {
         if (!array.is_valid()) throw nb::python_error();
         const char kind = PyArray_DESCR(reinterpret_cast<PyArrayObject*>(array.ptr()))->kind;
         if (kind != 'i' && kind != 'u') array = uint64_array_of_ints(o, n);
+        refuse_widened_scalars(o, n, static_cast<std::size_t>(PyArray_ITEMSIZE(reinterpret_cast<PyArrayObject*>(array.ptr()))));
       }
       read_numpy(array, keys);
     }

@@ -80,6 +80,7 @@ def test_construction_variants():
     (dict(capacity=100, threads=2**32), gbf.InvalidArgument, "threads"),
     (dict(capacity=1.5), ValueError, "capacity must be a whole number, got 1.5"),
     (dict(capacity="100"), TypeError, "capacity must be an integer, not str"),
+    (dict(capacity=True), TypeError, "capacity must be an integer, not bool"),
     (dict(layout=gbf.Layout(8, 8, 0, num_blocks=64), capacity=-5), gbf.InvalidArgument, "capacity"),
     # Only None is the default layout (an empty dict or 0 was taken for it).
     (dict(capacity=100, layout={}), TypeError, "not dict"),
@@ -99,6 +100,13 @@ def test_bad_construction_names_the_problem(kwargs, error, words):
 def test_out_of_range_integers_are_invalid_arguments_naming_the_field(make):
     with pytest.raises(gbf.InvalidArgument, match="must be in \\[0, 2\\*\\*(32|64)\\), got"):
         make()
+
+
+@pytest.mark.parametrize("kind", [gbf.Filter, gbf.CountingFilter, gbf.ScalingFilter, gbf.CuckooFilter])
+def test_every_kind_reads_fpp_none_as_the_default(kind):
+    assert kind(1000, None).fpp == kind(1000).fpp == 0.01
+    with pytest.raises(TypeError, match="capacity must be an integer, not bool"):
+        kind(True)
 
 
 def test_whole_float_capacities_are_capacities():

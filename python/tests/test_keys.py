@@ -140,6 +140,30 @@ def test_a_list_spanning_int64_and_uint64_is_read_as_uint64(f):
     assert f.contains(np.array([1, 2**63 + 1], dtype=np.uint64)).all()
 
 
+def test_a_list_of_numpy_scalars_hashes_each_as_it_would_alone_or_is_refused(f):
+    # A 4-byte scalar alone hashes as 4 bytes; so does a list of them. Mixed with keys
+    # NumPy widens to 8 bytes it would be another key (a false negative): refused.
+    f.add(np.int32(5))
+    f.add(np.uint32(6))
+    assert f.contains([np.int32(5), np.int32(5)]).tolist() == [True, True]
+    assert f.contains([np.uint32(6)]).tolist() == [True]
+    for mixed, item in (([np.int32(5), 7], "item 0 .*int32"), ([7, np.int32(5)], "item 1 .*int32"),
+                        ([np.int32(5), np.int64(7)], "item 0"), ([np.int32(5), np.uint32(6)], "item 0"),
+                        ([np.uint32(6), 2**63], "item 0 .*uint32")):
+        with pytest.raises(TypeError, match=item + ".*hashed as 4 bytes"):
+            f.contains(mixed)
+        with pytest.raises(TypeError, match="give one width"):
+            f.add(mixed)
+    assert f.stats().keys_added == 2
+    # 8-byte scalars with Python ints are one width: NumPy's float64 for uint64 + int is
+    # read as uint64 values, each key the 8 bytes it is alone.
+    f.add([np.uint64(2**63 + 5), 7])
+    assert f.contains(np.uint64(2**63 + 5)) and 7 in f
+    assert f.contains([7, np.uint64(2**63 + 5), np.uint64(8)]).tolist() == [True, True, False]
+    f.add([np.int64(-3), 9])
+    assert -3 in f and f.contains([9, np.int64(-3)]).all()
+
+
 def test_scalars_and_lists(f):
     f.add(7)
     f.add("seven")
