@@ -52,6 +52,7 @@ struct sizing_options {
   std::uint64_t capacity = 0;  ///< 0: not given (build counts the keys).
   double fpp = 0.01;
   shape s;                     ///< From --layout W/K[/SEED].
+  bool layout_given = false;   ///< --layout was given (the default shape included).
   bool parquet_compatible = false;
   std::uint32_t counter_bits = 0;  ///< --counting: a counting filter of 4- or 8-bit counters; 0: plain.
 };

@@ -121,8 +121,7 @@ int run_cuckoo_create(const create_args& args, const cuckoo_create_options& opts
     throw usage_error("--cuckoo writes gbf files only (--format gbf)");
   if (args.sizing.parquet_compatible)
     throw usage_error("--parquet-compatible sizes Bloom filters; it does not apply with --cuckoo");
-  if (args.sizing.s.words_per_block != shape{}.words_per_block ||
-      args.sizing.s.bits_per_key != shape{}.bits_per_key || args.sizing.s.seed != shape{}.seed)
+  if (args.sizing.layout_given)
     throw usage_error("--layout shapes Bloom filters; with --cuckoo use --tag-bits and --max-kicks");
   const output_lock lock(args.output.path, args.run.wait);
   cuckoo_shape s;

@@ -80,7 +80,11 @@ CLI::Option* add_sizing_options(CLI::App* cmd, sizing_options& sizing, const cha
       ->check(open_unit_interval());
   CLI::Option* layout_opt =
       cmd->add_option_function<std::string>(
-             "--layout", [&sizing](const std::string& text) { sizing.s = parse_layout(text); },
+             "--layout",
+             [&sizing](const std::string& text) {
+               sizing.s = parse_layout(text);
+               sizing.layout_given = true;
+             },
              "Block shape W/K[/SEED]: W words per block (1, 2, 4, 8, 16), K bits per key "
              "(W..32), xxh64 seed (default 8/8/0, Parquet's SBBF)")
           ->check([](const std::string& text) -> std::string {
@@ -116,11 +120,12 @@ CLI::Option* add_scaling_options(CLI::App* cmd, scaling_options& scaling) {
   CLI::Option* on = cmd->add_flag(
       "--scaling", scaling.enabled,
       "Make a scaling filter: a chain of levels that grows past --capacity keys and keeps the "
-      "total FPR under --fpp (RedisBloom BF.RESERVE)");
-  cmd->add_option("--expansion", scaling.expansion,
-                  "Scaling: each new level takes this many times the keys of the last (default 2)")
-      ->check(CLI::Range(1u, 1u << 16))->needs(on);
-  cmd->add_option("--tightening", scaling.tightening,
+      "expected total FPR under --fpp (RedisBloom BF.RESERVE)");
+  CLI::Option* expansion =
+      cmd->add_option("--expansion", scaling.expansion,
+                      "Scaling: each new level takes this many times the keys of the last (default 2)")
+          ->check(whole_number(1, 1u << 16))->needs(on);
+  CLI::Option* tightening = cmd->add_option("--tightening", scaling.tightening,
                   "Scaling: level i's target fpp is fpp (1 - r) r^i for this r in (0, 1) (default 0.5); "
                   "1: every level at --fpp, the total FPR growing with the levels (Hadoop's dynamic filter)")
       ->check([](const std::string& text) -> std::string {
@@ -130,13 +135,16 @@ CLI::Option* add_scaling_options(CLI::App* cmd, scaling_options& scaling) {
       ->needs(on);
   cmd->add_flag("--non-scaling", scaling.non_scaling,
                 "Scaling: one level that refuses keys past --capacity (RedisBloom NONSCALING)")
-      ->needs(on);
+      ->needs(on)
+      ->excludes(expansion)
+      ->excludes(tightening);
   return on;
 }
 
 void add_output(CLI::App* cmd, filter_file& output, run_options& run) {
   cmd->add_option("-o,--output", output.path, "Filter file to write (atomically; a symbolic link is followed)")
-      ->required();
+      ->required()
+      ->check(nonempty_path());
   add_format_options(cmd, {&output}, "--format", "Output format");
   add_wait_flag(cmd, run);
 }
@@ -260,7 +268,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1e-9, 0.999999));
   add_threads_option(bench_cmd, bench.threads, "Threads of the 'cpu' backend (0 = all; at most 1024)");
   bench_cmd->add_flag("--full", bench.full, "Full sweep: batches 1e3..1e9, filters 1..4096 MiB");
-  bench_cmd->add_option("--json", bench.json, "Write the results as JSON to this file");
+  bench_cmd->add_option("--json", bench.json, "Write the results as JSON to this file")->check(nonempty_path());
   bench_cmd->add_option("--plot", bench.plot, "Write a PNG plot (keys/s vs batch size) with gnuplot");
   bench_cmd->final_callback([&] { command = [&] { return run_bench(bench); }; });
 
@@ -315,7 +323,8 @@ int main(int argc, char** argv) {
   add_format_options(query_cmd, {&query.target}, "--format", "Format of FILTER");
   add_no_header_flag(query_cmd, {&query.target});
   CLI::Option* out_opt =
-      query_cmd->add_option("--out", query.out, "Write one answer per key to this file (atomically)");
+      query_cmd->add_option("--out", query.out, "Write one answer per key to this file (atomically)")
+          ->check(nonempty_path());
   query_cmd->add_option("--out-format", query.out_format,
                         "bytes (one 0/1 byte per key, default), bitmap (LSB-first bits, Arrow), "
                         "text (0/1 lines)")
@@ -405,7 +414,8 @@ int main(int argc, char** argv) {
   add_threads_option(join_cmd, join.threads, "CPU threads (0 = all hardware threads; at most 1024)");
   join_cmd->add_option("--fpp", join.fpp, "Filter target false-positive rate, in (0, 1)")
       ->check(open_unit_interval());
-  join_cmd->add_option("--export-csv", join.export_csv, "Write orders.csv and lineitem.csv to this directory");
+  join_cmd->add_option("--export-csv", join.export_csv, "Write orders.csv and lineitem.csv to this directory")
+      ->check(nonempty_path());
   join_cmd->add_flag("--json", join.json, "One JSON object instead of text");
   join_cmd->final_callback([&] { command = [&] { return run_join(join); }; });
 

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/cpu_caches.hpp"
 #include "cli/stopwatch.hpp"
 #include "cli/text.hpp"
 #include "gbf/detail/splitmix64.hpp"
@@ -203,6 +204,28 @@ void export_csv(const std::string& dir, const tables& t) {
   write("lineitem.csv", "l_orderkey,l_quantity", t.l_orderkey, t.l_quantity);
 }
 
+/// Host bytes a run holds at its peak, per unit of scale factor: the tables (1.5 M
+/// orders and about 6 M lineitems of 12 bytes a row), the build side and its hash
+/// table, the filter, the selected rows and the answers. Measured: 9.5 GB peak RSS
+/// at --sf 100, so 100 MB per SF with a margin.
+constexpr double peak_bytes_per_sf = 100e6;
+
+/// Refuses a scale factor whose tables would not fit the memory the machine has
+/// available, before they are generated: Linux overcommits, and the kernel would
+/// otherwise kill the run mid-way.
+void check_host_memory(double sf) {
+  const std::uint64_t available = host_available_bytes();
+  const double needed = peak_bytes_per_sf * sf;
+  if (available == 0 || needed <= static_cast<double>(available)) return;
+  char sf_text[32];
+  std::snprintf(sf_text, sizeof sf_text, "%g", sf);
+  throw allocation_error(std::string("--sf ") + sf_text + " needs about " +
+                             bytes_text(static_cast<std::uint64_t>(needed)) + " of host memory (about " +
+                             bytes_text(static_cast<std::uint64_t>(peak_bytes_per_sf)) + " per unit of SF), and " +
+                             bytes_text(available) + " is available: use a smaller --sf",
+                         static_cast<std::uint64_t>(needed));
+}
+
 }  // namespace
 
 int run_join(const join_args& args) {
@@ -210,6 +233,7 @@ int run_join(const join_args& args) {
   if (!(args.selectivity > 0) || args.selectivity > 1)
     throw usage_error("--selectivity must be in (0, 1]");
   if (!(args.fpp > 0) || args.fpp >= 1) throw usage_error("--fpp must be in (0, 1)");
+  check_host_memory(args.sf);
   const unsigned threads =
       args.threads != 0 ? args.threads : std::max(1u, std::thread::hardware_concurrency());
 

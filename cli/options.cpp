@@ -1,5 +1,6 @@
 #include "cli/options.hpp"
 
+#include <cctype>
 #include <cstdlib>
 #include <optional>
 
@@ -35,10 +36,20 @@ CLI::Validator open_unit_interval() {
       [](std::string& text) -> std::string {
         char* end = nullptr;
         const double p = std::strtod(text.c_str(), &end);
-        if (end == text.c_str() || *end != '\0') return "'" + text + "' is not a number";
+        const bool decimal = !text.empty() && (std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '.') &&
+                             text.find_first_of("xX") == std::string::npos;
+        if (!decimal || end == text.c_str() || *end != '\0') return "'" + text + "' is not a decimal number";
         return p > 0 && p < 1 ? std::string() : "must be in (0, 1), got " + text;
       },
       "FLOAT in (0, 1)");
+}
+
+CLI::Validator nonempty_path() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        return text.empty() ? "is an empty path: give a file name" : std::string();
+      },
+      "PATH");
 }
 
 void add_threads_option(CLI::App* cmd, unsigned& threads, const char* help) {

@@ -25,8 +25,13 @@ extern const std::map<std::string, result_format> result_format_names;
 /// number" for text (CLI11's Range would say "not in range").
 CLI::Validator whole_number(std::uint64_t lo, std::uint64_t hi);
 
-/// Checks a probability option: a number strictly between 0 and 1 (NaN refused).
+/// Checks a probability option: a decimal number strictly between 0 and 1 (NaN,
+/// hexadecimal floats and leading blanks refused, as the integer options refuse them).
 CLI::Validator open_unit_interval();
+
+/// Checks a path option: not empty (an unset shell variable would otherwise
+/// pass for "no output" or fail only after the work).
+CLI::Validator nonempty_path();
 
 /// Maps an enumerated option's name (any case) to its value and refuses
 /// anything else, naming the choices. CLI11's CheckedTransformer also takes the

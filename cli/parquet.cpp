@@ -346,7 +346,8 @@ void add_parquet_command(CLI::App& app, std::function<int()>& command) {
       cmd->add_option("--row-group", args->row_group, "With --extract: the row group (0-based)")
           ->check(CLI::Range(0LL, 1LL << 40));
   CLI::Option* output =
-      cmd->add_option("-o,--output", args->output.path, "With --extract: filter file to write (atomically)");
+      cmd->add_option("-o,--output", args->output.path, "With --extract: filter file to write (atomically)")
+          ->check(nonempty_path());
   CLI::Option* format =
       cmd->add_option("--format", args->output.format,
                       "With --extract: gbf (native, default) or parquet-sbbf")

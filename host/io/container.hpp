@@ -41,7 +41,8 @@ inline constexpr char container_magic[8] = {'G', 'B', 'F', 'B', 'L', 'O', 'O', '
 /// has is a Parquet SBBF, which has no magic of its own to recognise it by.
 inline constexpr const char* bad_magic_problem =
     "not a gbf filter file (bad magic; expected \"GBFBLOOM\"); a Parquet SBBF is read as one "
-    "(load_parquet_sbbf, gbf.load(format=\"parquet-sbbf\"), the CLI's --format parquet-sbbf)";
+    "(load_parquet_sbbf, gbf.load(format=\"parquet-sbbf\"), the CLI's --format parquet-sbbf, or "
+    "--input-format parquet-sbbf for the inputs of merge, intersect and xor)";
 /// Bytes of the fixed part of a version-2 header (before the kind's fields).
 inline constexpr std::size_t container_fixed_bytes = 32;
 /// Largest version-2 header a reader accepts (a bound on what a corrupt file makes it allocate).

@@ -272,6 +272,27 @@ expect_rc 2 "$GBF" query a.gbf k.u64 --keys-format u128
 expect_rc 2 "$GBF" build - -o x.gbf
 expect_err "capacity"
 [[ -e x.gbf ]] && fail "a usage error wrote a file"
+# An empty path (an unset shell variable) is refused before any work, not taken
+# for "no output" or failed at the final rename.
+expect_rc 2 "$GBF" create --capacity 10 -o ""
+expect_err "--output: is an empty path"
+expect_rc 2 "$GBF" query a.gbf k.u64 --out ""
+expect_err "--out: is an empty path"
+expect_rc 2 "$GBF" bench --json ""
+expect_rc 2 "$GBF" join --export-csv ""
+expect_rc 2 "$GBF" merge a.gbf a.gbf -o ""
+# Probabilities are decimal numbers, as counts are: no hex floats, no leading blank.
+expect_rc 2 "$GBF" create --capacity 10 --fpp 0x1p-7 -o x.gbf
+expect_err "'0x1p-7' is not a decimal number"
+expect_rc 2 "$GBF" create --capacity 10 --fpp " 0.1" -o x.gbf
+# Options that would do nothing are refused, not ignored.
+expect_rc 2 "$GBF" create --cuckoo --layout 8/8 --capacity 10 -o x.gbf
+expect_err "--layout shapes Bloom filters"
+expect_rc 2 "$GBF" create --scaling --non-scaling --expansion 4 --capacity 10 -o x.gbf
+expect_rc 2 "$GBF" create --scaling --non-scaling --tightening 0.9 --capacity 10 -o x.gbf
+expect_rc 2 "$GBF" create --scaling --expansion 1.5 --capacity 10 -o x.gbf
+expect_err "'1.5' is not a number"
+[[ -e x.gbf ]] && fail "a usage error wrote a file"
 expect_rc 0 "$GBF" query --help
 grep -q -- "--select" out || fail "query --help lacks --select"
 
@@ -305,7 +326,7 @@ expect_rc 1 "$GBF" info k.txt
 expect_err "bad magic"
 # The likeliest mix-ups between the formats say what to pass.
 expect_rc 1 "$GBF" info p.sbbf
-expect_err "a Parquet SBBF is read as one (.*--format parquet-sbbf)"
+expect_err "a Parquet SBBF is read as one (.*--format parquet-sbbf, or --input-format parquet-sbbf for the inputs of merge"
 expect_rc 1 "$GBF" info p.sbbf --format parquet-sbbf --no-header
 expect_err "not a positive multiple of 32 (the SBBF block size); if a Thrift header comes first, read it with the header"
 expect_rc 1 "$GBF" info a.gbf --format parquet-sbbf
