@@ -373,22 +373,30 @@ std::uint64_t scaling_filter::add_keys(const key_batch& keys, bool* is_new,
   if (batch.count == 0) return 0;
   if (config_.policy.non_scaling) return add_bounded(batch, is_new, call);
   const std::uint64_t held_before = keys_inserted();
-  try {
-    return impl().add(batch, is_new, call, config_, levels_);
-  } catch (const filter_full& e) {
-    // A level could not open mid-batch: the keys inserted before stay (every
-    // level's count says so), the rest do not. Say how many of each, the latter
-    // counted from the bits (one probe, on this error path only), so that
-    // not_inserted is the keys of the batch the chain does not hold.
+  // A level could not open mid-batch (its plan passed a limit, or its memory could
+  // not be had): the keys inserted before stay (every level's count says so), the
+  // rest do not. Say how many of each, the latter counted from the bits (one
+  // probe, on this error path only), so that the caller knows what the chain holds.
+  const auto what_went_in = [&](const char* problem, std::uint64_t& absent) {
     const std::uint64_t inserted = keys_inserted() - held_before;
     // count first: it synchronizes the stream, which waits for the validity
     // bitmap's producer, before keys_to_count copies the bitmap on another stream.
     const std::uint64_t present = impl().count(batch, nullptr, {call.what, call.stream, false});
-    const std::uint64_t absent = detail::keys_to_count(batch) - present;
-    throw filter_full(std::string(call.what) + ": " + e.what() + "; " + std::to_string(inserted) +
-                          " keys of the batch were inserted before it, " + std::to_string(absent) +
-                          " are not in the chain (contains() says which)",
-                      absent, 0);
+    absent = detail::keys_to_count(batch) - present;
+    return std::string(call.what) + ": " + problem + "; " + std::to_string(inserted) +
+           " keys of the batch were inserted before it, " + std::to_string(absent) +
+           " are not in the chain (contains() says which)";
+  };
+  try {
+    return impl().add(batch, is_new, call, config_, levels_);
+  } catch (const filter_full& e) {
+    std::uint64_t absent = 0;
+    const std::string message = what_went_in(e.what(), absent);
+    throw filter_full(message, absent, 0);
+  } catch (const allocation_error& e) {
+    if (keys_inserted() == held_before) throw;  // nothing went in: the chain is as it was
+    std::uint64_t absent = 0;
+    throw allocation_error(what_went_in(e.what(), absent), e.bytes());
   }
 }
 

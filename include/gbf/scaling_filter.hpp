@@ -154,6 +154,7 @@ class scaling_filter {
   /// Non-scaling: throws filter_full, inserting nothing, when they would pass capacity.
   /// Scaling: when a level cannot open mid-batch (plan limits), throws filter_full with
   /// not_inserted = the batch's keys not in the chain; the keys inserted before stay.
+  /// When its memory cannot be had, allocation_error, whose message says the same.
   template <class Key>
   std::uint64_t add(const Key* keys, std::size_t n, stream_t stream = nullptr) {
     return add_keys(detail::erase(keys, n), nullptr, {"add", stream, false});

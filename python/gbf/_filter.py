@@ -8,7 +8,7 @@ import operator
 import os
 import pickle
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Optional, SupportsIndex, Type, Union
+from typing import Any, BinaryIO, Optional, SupportsIndex, Tuple, Type, Union
 
 from . import _core
 from ._errors import InvalidArgument
@@ -172,6 +172,7 @@ class Filter(_core.FilterBase):
         threads: int = 0,
     ) -> None:
         target = 0.01 if fpp is None else float(fpp)
+        backend, threads = _placement(backend, threads)
         if layout == "parquet":
             made = _core._parquet_compatible(_capacity(capacity, "layout='parquet'"), target, backend,
                                              _count(threads, "threads", 32))
@@ -269,6 +270,7 @@ class Filter(_core.FilterBase):
         """A filter from to_bytes() output (any bytes-like object); gbf.FormatError when the
         bytes are corrupt, truncated or not a filter."""
         _check_format(format)
+        backend, threads = _placement(backend, threads)
         if format == "gbf":
             return cls._adopt(_core._deserialize(data, backend, threads))
         return cls._adopt(_core._from_parquet_sbbf(data, header, backend, threads))
@@ -280,6 +282,7 @@ class Filter(_core.FilterBase):
         A Parquet SBBF has no magic: pass format="parquet-sbbf" (header=False for a bare
         bitset). gbf.FormatError for corrupt data, OSError when the file cannot be read."""
         _check_format(format)
+        backend, threads = _placement(backend, threads)
         if _is_path(source):
             path = os.fspath(source)  # type: ignore[arg-type]
             if format == "gbf":
@@ -294,8 +297,8 @@ class Filter(_core.FilterBase):
     def copy(self, backend: Optional[str] = None, *, threads: Optional[int] = None) -> "Filter":
         """A deep copy (same layout, same bits, same stats) on `backend` ("cpu", "gpu" or
         "auto"; default: the backend this filter was asked for)."""
-        return type(self)._adopt(self._copy(backend or self.requested_backend,
-                                            self.threads if threads is None else threads))
+        return type(self)._adopt(self._copy(*_placement(backend or self.requested_backend,
+                                                        self.threads if threads is None else threads)))
 
     def __copy__(self) -> "Filter":
         return self.copy()
@@ -386,6 +389,15 @@ def _count(value: Any, name: str, bits: int = 64) -> int:
     return number
 
 
+def _placement(backend: Any, threads: Any) -> Tuple[str, int]:
+    """backend= and threads= of a public call, checked here so that a wrong type or a negative
+    count is named (TypeError / gbf.InvalidArgument), not nanobind's "incompatible function
+    arguments" of a private binding; the library names a bad backend string."""
+    if not isinstance(backend, str):
+        raise TypeError(f"backend must be 'auto', 'cpu' or 'gpu', not {type(backend).__name__}")
+    return backend, _count(threads, "threads", 32)
+
+
 def _unpickle(data: bytes, backend: str, threads: int, cls: Optional[Type[Filter]] = None) -> Filter:
     # cls: the pickled object's class (a subclass of Filter comes back as itself, as
     # copy() keeps it); pickles written before it was recorded have none.
@@ -405,7 +417,8 @@ def size_for(capacity: int, fpp: float, shape: Union[None, str, Layout] = None) 
     if isinstance(shape, str):
         shape = Layout.parse(shape)
     shape = shape or Layout()
-    return Layout(*_core.size_for(capacity, fpp, shape.words_per_block, shape.bits_per_key, shape.seed))
+    return Layout(*_core.size_for(_count(capacity, "capacity"), float(fpp), shape.words_per_block,
+                                  shape.bits_per_key, shape.seed))
 
 
 def classic_bits_per_key(fpp: float) -> float:

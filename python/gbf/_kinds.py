@@ -34,7 +34,7 @@ from typing import Any, List, Optional, SupportsIndex, Tuple, Type, TypeVar, Uni
 import numpy as np
 
 from . import _core
-from ._filter import Filter, Layout, _count
+from ._filter import Filter, Layout, PathOrFile, _count, _is_path, _placement
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -79,19 +79,30 @@ class _FileBacked:
         """The filter in gbf's container (its kind's file: what save writes and the CLI reads)."""
         return self._serialize()  # type: ignore[attr-defined]
 
-    def save(self, path: PathLike) -> None:
-        """Writes the filter to `path` atomically; OSError."""
-        self._save(_path(path))  # type: ignore[attr-defined]
+    def save(self, target: PathOrFile) -> None:
+        """Writes the filter: a path atomically (temp file in the same folder, fsync,
+        rename), a binary file object through write(); OSError."""
+        if _is_path(target):
+            self._save(_path(target))  # type: ignore[arg-type, attr-defined]
+        elif hasattr(target, "write"):
+            target.write(self.to_bytes())
+        else:
+            raise TypeError(f"save() needs a path or a binary file object, not {type(target).__name__}")
 
     @classmethod
     def from_bytes(cls: Type[_Kind], data: Any, *, backend: str = "auto", threads: int = 0) -> _Kind:
         """A filter from to_bytes() output; gbf.FormatError (also for a file of another kind)."""
-        return cls._adopt(cls._deserialize_core(data, backend, threads))  # type: ignore[attr-defined]
+        return cls._adopt(cls._deserialize_core(data, *_placement(backend, threads)))  # type: ignore[attr-defined]
 
     @classmethod
-    def load(cls: Type[_Kind], path: PathLike, *, backend: str = "auto", threads: int = 0) -> _Kind:
-        """A filter read from `path` (checksum verified); gbf.FormatError, OSError."""
-        return cls._adopt(cls._load_core(_path(path), backend, threads))  # type: ignore[attr-defined]
+    def load(cls: Type[_Kind], source: PathOrFile, *, backend: str = "auto", threads: int = 0) -> _Kind:
+        """A filter read from a path (streamed, checksum verified) or a binary file object
+        (read()); gbf.FormatError (also for a file of another kind), OSError."""
+        if _is_path(source):
+            return cls._adopt(cls._load_core(_path(source), *_placement(backend, threads)))  # type: ignore[arg-type, attr-defined]
+        if hasattr(source, "read"):
+            return cls.from_bytes(source.read(), backend=backend, threads=threads)
+        raise TypeError(f"load() needs a path or a binary file object, not {type(source).__name__}")
 
     def select(self, keys: Any, *, stream: Any = None) -> Any:
         """Row numbers (int64, ascending) of the keys that may be present: a join
@@ -104,8 +115,8 @@ class _FileBacked:
     def copy(self: _Kind, backend: Optional[str] = None, *, threads: Optional[int] = None) -> _Kind:
         """A deep copy (same contents, same stats) on `backend` ("cpu", "gpu" or "auto";
         default: the backend this filter was asked for)."""
-        return type(self)._adopt(self._copy(backend or self.requested_backend,  # type: ignore[attr-defined]
-                                            self.threads if threads is None else threads))  # type: ignore[attr-defined]
+        return type(self)._adopt(self._copy(*_placement(backend or self.requested_backend,  # type: ignore[attr-defined]
+                                                        self.threads if threads is None else threads)))  # type: ignore[attr-defined]
 
     def __copy__(self: _Kind) -> _Kind:
         return self.copy()
@@ -192,6 +203,7 @@ class CountingFilter(_FileBacked, _core.CountingFilterBase):
     def __init__(self, capacity: int, fpp: Optional[float] = 0.01, *, backend: str = "auto", counter_bits: int = 4,
                  layout: Union[None, str, Layout] = None, threads: int = 0) -> None:
         s = _shape(layout)
+        backend, threads = _placement(backend, threads)
         super().__init__(_core._counting_create(_count(capacity, "capacity"), _fpp(fpp), backend,
                                                 s.words_per_block, s.bits_per_key, s.seed,
                                                 _count(counter_bits, "counter_bits", 32),
@@ -322,6 +334,7 @@ class ScalingFilter(_FileBacked, _core.ScalingFilterBase):
                  tightening: float = 0.5, non_scaling: bool = False, layout: Union[None, str, Layout] = None,
                  threads: int = 0) -> None:
         s = _shape(layout)
+        backend, threads = _placement(backend, threads)
         super().__init__(_core._scaling_create(_count(capacity, "capacity"), _fpp(fpp), backend,
                                                s.words_per_block, s.bits_per_key, s.seed,
                                                _count(expansion, "expansion", 32), float(tightening),
@@ -430,6 +443,7 @@ class CuckooFilter(_FileBacked, _core.CuckooFilterBase):
     _load_core = staticmethod(_core._cuckoo_load)
     def __init__(self, capacity: int, fpp: Optional[float] = 0.01, *, backend: str = "auto", tag_bits: int = 0,
                  max_kicks: int = _core.cuckoo_default_max_kicks, seed: int = 0, threads: int = 0) -> None:
+        backend, threads = _placement(backend, threads)
         super().__init__(_core._cuckoo_create(_count(capacity, "capacity"), _fpp(fpp), backend,
                                               _count(tag_bits, "tag_bits", 32), _count(max_kicks, "max_kicks", 32),
                                               _count(seed, "seed"), _count(threads, "threads", 32)))

@@ -34,7 +34,7 @@ import numpy as np
 
 from . import _core
 from ._errors import InvalidArgument
-from ._filter import Filter
+from ._filter import Filter, _placement
 
 #: A Parquet file: a path, or the bytes of the whole file (bytes, bytearray, memoryview, ...).
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview]
@@ -99,6 +99,10 @@ class PruneResult:
 def _source(source: Any) -> Any:
     if isinstance(source, (str, os.PathLike)):
         return os.fsdecode(os.fspath(source))
+    try:
+        memoryview(source)  # the file's bytes: anything with the buffer protocol
+    except TypeError:
+        raise TypeError(f"a Parquet source is a path or the file's bytes, not {type(source).__name__}") from None
     return source
 
 
@@ -121,7 +125,9 @@ def column_filters(source: Source, column: str, allow_missing: bool = False, *, 
     allow_missing: False: a row group without a filter for the column raises
     gbf.InvalidArgument naming it; True: it comes back with filter=None.
     """
-    _, _, groups = _core._parquet_column_filters(_source(source), column, allow_missing, backend, threads)
+    if not isinstance(column, str):
+        raise TypeError(f"column must be a str (a column's dotted path), not {type(column).__name__}")
+    _, _, groups = _core._parquet_column_filters(_source(source), column, allow_missing, *_placement(backend, threads))
     return [RowGroupFilter(g, rows, size, None if made is None else Filter._adopt(made))
             for g, rows, size, made in groups]
 
@@ -164,7 +170,9 @@ class Pruner(_core._PrunerBase):
                  backend: str = "auto", threads: int = 0) -> None:
         if isinstance(files, (str, bytes, os.PathLike)):
             files = [files]
-        super().__init__([_source(f) for f in files], column, allow_missing, backend, threads)
+        if not isinstance(column, str):
+            raise TypeError(f"column must be a str (a column's dotted path), not {type(column).__name__}")
+        super().__init__([_source(f) for f in files], column, allow_missing, *_placement(backend, threads))
         self.row_groups: List[RowGroup] = [RowGroup(*r) for r in self._row_groups()]
 
     @property

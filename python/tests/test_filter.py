@@ -568,3 +568,29 @@ def _interrupt_an_add_at_a_chunk_boundary(rng):
             return
         outcomes.append((round(delay, 4), interrupted, added))
     pytest.fail(f"no add was interrupted mid-batch in 20 attempts (one add: {whole:.4f} s): {outcomes}")
+
+
+def test_public_calls_name_a_bad_backend_or_count_not_a_private_binding(tmp_path):
+    import gbf.parquet
+
+    f = gbf.Filter(1000, 0.01, backend="cpu")
+    data = f.to_bytes()
+    f.save(tmp_path / "f.gbf")
+    counting = gbf.CountingFilter(100, backend="cpu")
+    for call, error, words in (
+            (lambda: gbf.size_for(-1, 0.01), gbf.InvalidArgument, "capacity must be in"),
+            (lambda: f.copy(threads=-1), gbf.InvalidArgument, "threads must be in"),
+            (lambda: f.copy(threads=1.5), ValueError, "threads must be a whole number"),
+            (lambda: gbf.Filter.from_bytes(data, threads=-1), gbf.InvalidArgument, "threads must be in"),
+            (lambda: gbf.load(tmp_path / "f.gbf", threads=-1), gbf.InvalidArgument, "threads must be in"),
+            (lambda: gbf.Filter(1000, backend=None), TypeError, "backend must be 'auto', 'cpu' or 'gpu', not NoneType"),
+            (lambda: gbf.Filter.from_bytes(data, backend=None), TypeError, "backend must be"),
+            (lambda: gbf.CountingFilter(100, backend=3), TypeError, "backend must be"),
+            (lambda: gbf.CountingFilter.from_bytes(counting.to_bytes(), threads=-2), gbf.InvalidArgument, "threads"),
+            (lambda: counting.copy(threads=-1), gbf.InvalidArgument, "threads must be in"),
+            (lambda: gbf.parquet.columns(None), TypeError, "a Parquet source is a path or the file's bytes, not NoneType"),
+            (lambda: gbf.parquet.column_filters(data, 5), TypeError, "column must be a str"),
+            (lambda: gbf.parquet.column_filters(data, "x", threads=-1), gbf.InvalidArgument, "threads must be in")):
+        with pytest.raises(error, match=words):
+            call()
+    assert gbf.size_for(1e6, 0.01) == gbf.size_for(1_000_000, 0.01)  # a whole float is a count

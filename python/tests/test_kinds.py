@@ -546,3 +546,46 @@ def test_cuckoo_merge_holds_both_multisets_or_changes_nothing():
     assert np.array_equal(merged.words(), before)
     with pytest.raises(gbf.LayoutMismatch, match="different layouts"):
         a.merge(gbf.CuckooFilter(20_000, 0.01, backend="cpu"))
+
+
+@pytest.mark.parametrize("kind", [gbf.CountingFilter, gbf.ScalingFilter, gbf.CuckooFilter])
+def test_every_kind_saves_to_and_loads_from_binary_file_objects_as_filter_does(kind, rng, tmp_path):
+    import io
+
+    f = kind(2_000, 0.01, backend="cpu")
+    keys = rng.integers(0, 2**62, 1_500, dtype=np.int64)
+    f.add(keys)
+    buffer = io.BytesIO()
+    f.save(buffer)
+    assert buffer.getvalue() == f.to_bytes()
+    f.save(tmp_path / "f.gbf")
+    with open(tmp_path / "f.gbf", "rb") as file:
+        assert file.read() == buffer.getvalue()  # a path and a file object get the same bytes
+    buffer.seek(0)
+    g = kind.load(buffer, backend="cpu")
+    assert type(g) is kind and g.to_bytes() == f.to_bytes() and g.contains(keys).all()
+    with pytest.raises(TypeError, match="needs a path or a binary file object, not int"):
+        f.save(3)
+    with pytest.raises(TypeError, match="needs a path or a binary file object, not int"):
+        kind.load(3)
+    with pytest.raises(gbf.FormatError):
+        kind.load(io.BytesIO(buffer.getvalue()[:-3]))
+
+
+def test_a_scaling_add_whose_next_level_cannot_be_allocated_says_what_went_in():
+    import os
+    import re
+
+    if os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") > 180 * 2**30:
+        pytest.skip("this machine might hold the 190 GiB level; nothing to test")
+    # Level 1 holds 100 * 2**30 keys at fpp 0.0025 in 16/16 blocks: 190 GiB.
+    s = gbf.ScalingFilter(100, 0.01, expansion=2**30, layout="16/16", backend="cpu")
+    keys = np.arange(300, dtype=np.int64)
+    with pytest.raises(gbf.AllocationError) as failure:
+        s.add(keys)
+    found = re.search(r"(\d+) keys of the batch were inserted before it, (\d+) are not in the chain",
+                      str(failure.value))
+    assert found, str(failure.value)
+    inserted, absent = int(found.group(1)), int(found.group(2))
+    assert 0 < inserted == s.stats().keys_inserted <= 100
+    assert absent == len(keys) - s.count(keys)
