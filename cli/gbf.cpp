@@ -30,6 +30,7 @@
 #include "cli/options.hpp"
 #include "cli/parquet.hpp"
 #include "cli/progress.hpp"
+#include "cli/text.hpp"
 #include "gbf/error.hpp"
 #include "gbf/files.hpp"
 #include "gbf/version.hpp"
@@ -443,10 +444,11 @@ int main(int argc, char** argv) {
     flush_summaries();
     return status;
   } catch (const usage_error& e) {
-    std::fprintf(stderr, "gbf: %s\n", e.what());
+    std::fprintf(stderr, "gbf: %s\n", printable(e.what()).c_str());
     return 2;
   } catch (const gbf::error& e) {
-    std::fprintf(stderr, "gbf: %s\n", e.what());
+    // A path may hold a newline or an escape sequence: the message stays one plain line.
+    std::fprintf(stderr, "gbf: %s\n", printable(e.what()).c_str());
     return 1;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "gbf: out of memory\n");

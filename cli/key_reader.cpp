@@ -609,7 +609,7 @@ class decimal_reader final : public key_reader {
 
   [[noreturn]] void fail(std::uint64_t line, std::size_t begin, std::size_t length, const char* why) const {
     const std::size_t shown = std::min<std::size_t>(length, 40);
-    fail_format(path_, "line " + with_commas(line) + " ('" + text_.text_data.substr(begin, shown) +
+    fail_format(path_, "line " + with_commas(line) + " ('" + printable(std::string_view(text_.text_data).substr(begin, shown)) +
                            (shown < length ? "...'" : "'") + ") " + why + " (--keys-format int)");
   }
 

@@ -91,7 +91,7 @@ parsed_integers parse_integer_keys(const key_chunk& chunk, bool unsigned_column,
     std::uint64_t magnitude = 0;
     if (!parse_decimal(text, len, negative, magnitude, overflow))
       throw invalid_argument("'" + path + "': line " + std::to_string(first_line + i) + ": '" +
-                             std::string(text, len) + "' is not a decimal integer (column '" +
+                             printable(std::string_view(text, len)) + "' is not a decimal integer (column '" +
                              column.path + "' is " + type_text(column) + ")");
     bool representable = !overflow;
     if (unsigned_column) {

@@ -116,6 +116,22 @@ std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
+std::string printable(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (const char c : s) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", static_cast<unsigned>(byte));
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::string json_number(double x) {
   if (!std::isfinite(x)) return "null";
   // The fewest digits that read back as x (0.95, not 0.94999999999999996); 17 always do.

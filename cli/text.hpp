@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace gbf::cli {
 
@@ -26,6 +27,11 @@ std::string bytes_text(std::uint64_t bytes);
 /// Flushes standard output; io_error (with errno) when a write to it failed
 /// (a closed pipe, a full disk), so a command never exits 0 after losing output.
 void check_stdout();
+
+/// `s` for a one-line message on a terminal: each control byte (below 0x20, and
+/// 0x7f: a NUL would end the message, a newline split it, an escape recolour the
+/// terminal) as \xNN; other bytes as they are.
+std::string printable(std::string_view s);
 
 /// `s` as a JSON string literal: quotes, backslashes and control bytes escaped,
 /// and each byte that is not part of well-formed UTF-8 replaced by U+FFFD.
