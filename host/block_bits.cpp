@@ -38,10 +38,12 @@ constexpr std::uint32_t digit_mask = (1u << digit_bits) - 1;
 std::vector<std::uint64_t> hashes_by_block(const key_batch& keys, const layout& l) {
   std::vector<std::uint64_t> hashes;
   std::vector<std::uint64_t> scratch;
+  std::vector<std::size_t> counts;
   const std::uint64_t valid = detail::count_valid(keys);
   try {
     hashes.reserve(valid);
     scratch.resize(valid);
+    counts.resize(std::size_t{1} << digit_bits);
   } catch (const std::bad_alloc&) {
     out_of_memory(add_what, 2 * valid * sizeof(std::uint64_t));
   }
@@ -52,7 +54,6 @@ std::vector<std::uint64_t> hashes_by_block(const key_batch& keys, const layout& 
 
   unsigned index_bits = 0;
   while (index_bits < 64 && (l.num_blocks - 1) >> index_bits != 0) ++index_bits;
-  std::vector<std::size_t> counts(std::size_t{1} << digit_bits);
   for (unsigned shift = 0; shift < index_bits; shift += digit_bits) {
     const auto digit = [&](std::uint64_t h) {
       return static_cast<std::size_t>((block_index(h, l.num_blocks) >> shift) & digit_mask);
@@ -135,18 +136,18 @@ block_bits block_bits::from_blocks(const gbf::layout& l, std::vector<std::uint32
                            std::to_string(blocks.size()) + " blocks of " +
                            std::to_string(words_per_block) + " words (" +
                            std::to_string(blocks.size() * words_per_block) + " expected)");
+  const auto at = [&](std::size_t i) {
+    return what + "blocks[" + std::to_string(i) + "] = " + std::to_string(blocks[i]);
+  };
   for (std::size_t i = 0; i < blocks.size(); ++i) {
-    const std::string at = "blocks[" + std::to_string(i) + "] = " + std::to_string(blocks[i]);
     if (blocks[i] >= l.num_blocks)
-      throw invalid_argument(what + at + " is past the filter's " + std::to_string(l.num_blocks) +
-                             " blocks");
+      throw invalid_argument(at(i) + " is past the filter's " + std::to_string(l.num_blocks) + " blocks");
     if (i > 0 && blocks[i] <= blocks[i - 1])
-      throw invalid_argument(what + at + " does not follow blocks[" + std::to_string(i - 1) +
-                             "] = " + std::to_string(blocks[i - 1]) +
-                             " (blocks must ascend, each once)");
+      throw invalid_argument(at(i) + " does not follow blocks[" + std::to_string(i - 1) + "] = " +
+                             std::to_string(blocks[i - 1]) + " (blocks must ascend, each once)");
     const std::uint32_t* row = &words[i * words_per_block];
     if (std::all_of(row, row + words_per_block, [](std::uint32_t w) { return w == 0; }))
-      throw invalid_argument(what + at + " has no bit set (only blocks with bits are listed)");
+      throw invalid_argument(at(i) + " has no bit set (only blocks with bits are listed)");
   }
   bits.blocks_ = std::move(blocks);
   bits.words_ = std::move(words);

@@ -48,6 +48,9 @@ class bloom_backend {
   /// steps, never whole. `first` is a multiple of 4 (the GPU combines 16-byte vectors).
   virtual void combine_host(std::uint64_t first, std::uint64_t count, const std::uint32_t* words,
                             set_op op) = 0;
+  /// Words of block blocks[r] |= words[r * W .. (r + 1) * W) for r < count: host
+  /// arrays, the blocks distinct and below num_blocks (checked by the caller).
+  virtual void or_blocks(const std::uint32_t* blocks, const std::uint32_t* words, std::uint64_t count) = 0;
   /// Popcount of the bit array.
   virtual std::uint64_t popcount() const = 0;
   /// Copies the num_words words to host memory `out`.

@@ -190,37 +190,7 @@ void filter::merge(const block_bits& bits) {
     throw layout_mismatch("cannot merge block_bits into a filter of another layout (" +
                           detail::layout_differences(layout_, bits.layout()) +
                           "): " + to_string(layout_) + " vs " + to_string(bits.layout()));
-  const std::vector<std::uint32_t>& blocks = bits.blocks();
-  const std::uint32_t* words = bits.words().data();
-  const std::uint64_t words_per_block = layout_.words_per_block;
-  if (std::uint32_t* host = impl().host_words()) {
-    for (std::size_t i = 0; i < blocks.size(); ++i)
-      for (std::uint64_t w = 0; w < words_per_block; ++w)
-        host[blocks[i] * words_per_block + w] |= words[i * words_per_block + w];
-  } else if (!blocks.empty()) {
-    // Windows of at most staging_words words, each from the first listed block's
-    // word (rounded down to a multiple of 4, as combine_host wants) over as many
-    // following blocks as fit: zeros elsewhere leave the bits there as they are
-    // under OR, so each window costs one copy of the span its blocks cover.
-    std::vector<std::uint32_t> staging(
-        static_cast<std::size_t>(std::min(detail::staging_words, layout_.num_words())));
-    for (std::size_t i = 0; i < blocks.size();) {
-      const std::uint64_t first = blocks[i] * words_per_block / 4 * 4;
-      std::uint64_t end = first;
-      std::size_t past = i;
-      while (past < blocks.size() &&
-             (blocks[past] + 1) * words_per_block - first <= staging.size()) {
-        end = (blocks[past] + 1) * words_per_block;
-        ++past;
-      }
-      std::fill(staging.begin(), staging.begin() + static_cast<std::ptrdiff_t>(end - first), 0u);
-      for (std::size_t b = i; b < past; ++b)
-        std::copy_n(words + b * words_per_block, words_per_block,
-                    staging.data() + (blocks[b] * words_per_block - first));
-      impl().combine_host(first, end - first, staging.data(), detail::set_op::union_or);
-      i = past;
-    }
-  }
+  impl().or_blocks(bits.blocks().data(), bits.words().data(), bits.blocks().size());
   keys_added_ += bits.keys_added();
 }
 

@@ -16,6 +16,11 @@ enum class word_op { bit_or, bit_and, bit_xor };
 void combine_words(std::uint32_t* dst, const std::uint32_t* src, std::uint64_t num_words,
                    word_op op, cudaStream_t stream);
 
+/// words[blocks[r] * W + w] |= rows[r * W + w] for r < num_blocks, w < W = words_per_block:
+/// a block_bits' rows into a filter. The blocks are distinct, so each word has one writer.
+void or_block_rows(std::uint32_t* words, const std::uint32_t* blocks, const std::uint32_t* rows,
+                   std::uint64_t num_blocks, std::uint32_t words_per_block, cudaStream_t stream);
+
 /// Adds to *counter (which the caller zeroes) the number of set bits of words[0, num_words).
 void popcount(const std::uint32_t* words, std::uint64_t num_words, std::uint64_t* counter,
               cudaStream_t stream);

@@ -349,6 +349,14 @@ class cpu_bloom final : public bloom_backend {
                       });
   }
 
+  void or_blocks(const std::uint32_t* blocks, const std::uint32_t* rows, std::uint64_t count) override {
+    const std::uint64_t words_per_block = layout_.words_per_block;
+    std::uint32_t* const words = words_.get();
+    for (std::uint64_t r = 0; r < count; ++r)
+      for (std::uint64_t w = 0; w < words_per_block; ++w)
+        words[blocks[r] * words_per_block + w] |= rows[r * words_per_block + w];
+  }
+
   std::uint64_t popcount() const override {
     const std::uint32_t* const words = words_.get();
     const unsigned parts = word_parts();

@@ -134,6 +134,30 @@ class gpu_bloom final : public bloom_backend {
     });
   }
 
+  void or_blocks(const std::uint32_t* blocks, const std::uint32_t* rows, std::uint64_t count) override {
+    // Through the filter's scratch in steps of at most 2^20 blocks (4 (1 + W) MiB):
+    // the indices and rows go over, and one thread per row word ORs it in. The cost
+    // is the bits' bytes, not the filter's.
+    const std::uint64_t words_per_block = layout_.words_per_block;
+    const std::uint64_t step_blocks = std::min<std::uint64_t>(count, std::uint64_t{1} << 20);
+    if (step_blocks == 0) return;
+    // The rows first (16-byte aligned as the scratch is), the indices after them.
+    const std::size_t row_bytes = step_blocks * words_per_block * sizeof(std::uint32_t);
+    auto* staged_rows =
+        static_cast<std::uint32_t*>(executor_.scratch_for(key_call{}, row_bytes + step_blocks * sizeof(std::uint32_t)));
+    std::uint32_t* const staged_blocks = staged_rows + step_blocks * words_per_block;
+    for (std::uint64_t first = 0; first < count; first += step_blocks) {
+      const std::uint64_t n = std::min(step_blocks, count - first);
+      executor_.run_sync([&](cudaStream_t s) {
+        GBF_CUDA_TRY(cudaMemcpyAsync(staged_rows, rows + first * words_per_block,
+                                     n * words_per_block * sizeof(std::uint32_t), cudaMemcpyHostToDevice, s));
+        GBF_CUDA_TRY(cudaMemcpyAsync(staged_blocks, blocks + first, n * sizeof(std::uint32_t),
+                                     cudaMemcpyHostToDevice, s));
+        gpu::or_block_rows(words_.data(), staged_blocks, staged_rows, n, layout_.words_per_block, s);
+      });
+    }
+  }
+
   std::uint64_t popcount() const override {
     std::uint64_t bits = 0;
     executor_.run_sync([&](cudaStream_t s) {

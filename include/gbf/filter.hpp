@@ -260,8 +260,9 @@ class filter {
   /// this |= other (union). Throws layout_mismatch when the layouts differ.
   void merge(const filter& other);
   /// this |= bits (keys' bits gathered without a filter, gbf/block_bits.hpp); keys_added
-  /// adds bits.keys_added(). Host staging of at most 4 MiB at a time on the GPU. Throws
-  /// layout_mismatch when bits.layout() differs.
+  /// adds bits.keys_added(). Costs the bits' bytes, not the filter's (on the GPU: copied
+  /// over in steps of 2^20 blocks and scattered by a kernel). Throws layout_mismatch
+  /// when bits.layout() differs.
   void merge(const block_bits& bits);
   /// this &= other (intersection; may hold false positives of both). Throws layout_mismatch.
   /// keys_added becomes the smaller count. stats().estimated_keys of the result overstates

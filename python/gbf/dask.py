@@ -57,7 +57,7 @@ except ImportError as e:  # pragma: no cover - the message is the point
 
 from . import _core
 from ._errors import InvalidArgument, LayoutMismatch
-from ._filter import Filter, Layout, _capacity, size_for
+from ._filter import Filter, Layout, _capacity, _count, size_for
 from ._kinds import CountingFilter, CuckooFilter, ScalingFilter
 
 #: Head-room on Dask's distinct-count estimate (HyperLogLog, standard error about 1%):
@@ -378,14 +378,15 @@ def estimate_distinct(keys: Any) -> int:
 def _build_layout(capacity: Any, fpp: float, layout: Any) -> Layout:
     """The layout gbf.Filter(capacity, fpp, layout=layout) would have, with its refusals,
     computed without making that filter (the client never holds the m bytes)."""
-    capacity = _capacity(capacity, "sizing")
     if layout == "parquet":
-        return Layout(*_core._parquet_layout(capacity, fpp))
+        return Layout(*_core._parquet_layout(_capacity(capacity, "layout='parquet'"), fpp))
     shape = Layout.parse(layout) if isinstance(layout, str) else Layout() if layout is None else layout
     if not isinstance(shape, Layout):
         raise TypeError(f"layout must be None, 'parquet', 'W/K[/SEED]' or a gbf.Layout, not {type(layout).__name__}")
     if shape.num_blocks is None:
-        return size_for(capacity, fpp, shape)
+        return size_for(_capacity(capacity, "sizing"), fpp, shape)
+    if capacity is not None:
+        _count(capacity, "capacity")
     if not 0 < fpp < 1:
         raise InvalidArgument(f"fpp must be in (0, 1), or None (unknown) with an explicit layout; got {fpp!r}")
     shape.expected_fpr(0)  # gbf.InvalidArgument naming what is wrong with the layout

@@ -213,10 +213,12 @@ def test_the_client_sizes_the_layout_as_a_filter_would_without_making_one():
     for layout in (None, "8/8", "4/6/9", "parquet", shape, sized):
         expected = gbf.Filter(123_456, 0.001, layout=layout, backend="cpu").layout
         assert gd._build_layout(123_456, 0.001, layout) == expected, layout
+    assert gd._build_layout(None, 0.001, sized) == gbf.Filter(None, 0.001, layout=sized).layout
     for capacity, fpp, layout, error in ((0, 0.01, None, gbf.InvalidArgument), (-1, 0.01, None, ValueError),
                                          (10, 1.5, None, gbf.InvalidArgument), (10, 0.0, sized, gbf.InvalidArgument),
                                          (10, 0.01, gbf.Layout(3, 8, 0, 10), gbf.InvalidArgument),
-                                         (10, 0.01, "8/x", ValueError), (10, 0.01, 8, TypeError)):
+                                         (10, 0.01, "8/x", ValueError), (10, 0.01, 8, TypeError),
+                                         (-5, 0.01, sized, gbf.InvalidArgument), (None, 0.01, None, TypeError)):
         with pytest.raises(error):
             gbf.Filter(capacity, fpp, layout=layout, backend="cpu")
         with pytest.raises(error):

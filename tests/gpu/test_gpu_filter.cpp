@@ -66,15 +66,15 @@ TEST_F(GpuFilter, GpuAndCpuFiltersHoldTheSameBitsAndAnswers) {
   }
 }
 
-// filter::merge(block_bits) on the GPU goes through host staging windows that
-// start on a multiple of 4 words and span up to 2^20 words: W = 1 and 2 blocks
-// whose window starts inside another block, filters of several windows, and a
-// last block at the filter's odd end, all against the same merge on the CPU.
+// filter::merge(block_bits) on the GPU copies the rows over in steps of 2^20
+// blocks and scatters them with a kernel: every block width, more than one step
+// (W = 1 with 3,000,017 blocks takes most of its blocks from 2 x 10^6 keys), and
+// the last block, all against the same merge on the CPU.
 TEST_F(GpuFilter, MergingBlockBitsSetsTheSameBitsAsOnTheCpu) {
   for (const auto& [w, k, num_blocks] : {std::tuple<std::uint32_t, std::uint32_t, std::uint64_t>{1, 3, 3'000'017},
                                          {2, 4, 999'999}, {8, 8, 400'001}, {16, 16, 7}}) {
     const layout l = test::layout_of(w, k, num_blocks, 5);
-    auto keys = random_keys<std::uint64_t>(20'000, 81);
+    auto keys = random_keys<std::uint64_t>(w == 1 ? 4'000'000 : 20'000, 81);
     filter g(l, on_gpu());
     filter c(l, on_cpu());
     g.add(keys.data(), keys.size() / 2);
