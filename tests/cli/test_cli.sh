@@ -293,6 +293,13 @@ expect_rc 2 "$GBF" create --scaling --non-scaling --tightening 0.9 --capacity 10
 expect_rc 2 "$GBF" create --scaling --expansion 1.5 --capacity 10 -o x.gbf
 expect_err "'1.5' is not a number"
 [[ -e x.gbf ]] && fail "a usage error wrote a file"
+# Control bytes of a key line or a path are written as \xNN: the message stays one line.
+printf '1\0002\n' > nul.txt
+expect_rc 1 "$GBF" build nul.txt --keys-format int -o x.gbf
+expect_err "line 1 ('1\\\\x002') is not a decimal integer"
+expect_rc 1 "$GBF" info "$(printf 'no\nsuch.gbf')"
+expect_err "'no\\\\x0asuch.gbf'"
+[[ $(wc -l < err) == 1 ]] || fail "a newline in a path split the error: $(cat err)"
 expect_rc 0 "$GBF" query --help
 grep -q -- "--select" out || fail "query --help lacks --select"
 
