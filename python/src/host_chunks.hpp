@@ -10,6 +10,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 #include <string>
 #include <vector>
 
@@ -124,6 +125,26 @@ kept_keys<T> non_null(const int_keys<T>& k, gather_buffer& buffer) {
     n += valid_at(k.validity, i) ? 1 : 0;
   }
   return {out, n};
+}
+
+// Calls add(data, n) with the non-null keys of an integer chunk (gathered past their
+// nulls into `buffer` when it has any) or add(string_keys) with a string chunk, whose
+// bitmap the library reads itself: an add of every kind that takes keys.
+template <class Add>
+void add_non_null(const key_piece& part, gather_buffer& buffer, Add&& add) {
+  visit(part, [&](const auto& k) {
+    using K = std::decay_t<decltype(k)>;
+    if constexpr (std::is_same_v<K, int_keys<std::uint32_t>> || std::is_same_v<K, int_keys<std::uint64_t>>) {
+      if (k.validity == nullptr) {
+        add(k.data, k.count);
+      } else {
+        const auto kept = non_null(k, buffer);
+        add(kept.data(), kept.size());
+      }
+    } else {
+      add(k);
+    }
+  });
 }
 
 // Runs body(chunk, first_row) over every chunk of every piece, GIL released, lock held,

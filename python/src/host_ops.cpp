@@ -55,20 +55,7 @@ void host_add(py_filter& self, const host_keys& keys) {
   filter& f = self.f;
   gather_buffer gathered;
   run_chunks(self, keys, [&](const key_piece& part, std::size_t) {
-    visit(part, [&](const auto& k) {
-      using K = std::decay_t<decltype(k)>;
-      if constexpr (std::is_same_v<K, int_keys<std::uint32_t>> ||
-                    std::is_same_v<K, int_keys<std::uint64_t>>) {
-        if (k.validity == nullptr) {
-          f.add(k.data, k.count);
-        } else {
-          const auto kept = non_null(k, gathered);
-          f.add(kept.data(), kept.size());
-        }
-      } else {
-        f.add(k);
-      }
-    });
+    add_non_null(part, gathered, [&](const auto&... k) { f.add(k...); });
   });
 }
 

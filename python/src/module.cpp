@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
-#include <type_traits>
 #include <vector>
 
 #include "docstrings.hpp"
@@ -239,19 +238,7 @@ void init_module(nb::module_& m) {
       nb::gil_scoped_release release;
       gather_buffer gathered;
       for (const key_piece& piece : host.pieces)
-        visit(piece, [&](const auto& part) {
-          using K = std::decay_t<decltype(part)>;
-          if constexpr (std::is_same_v<K, int_keys<std::uint32_t>> || std::is_same_v<K, int_keys<std::uint64_t>>) {
-            if (part.validity == nullptr) {
-              bits.add(part.data, part.count);
-            } else {
-              const auto kept = non_null(part, gathered);
-              bits.add(kept.data(), kept.size());
-            }
-          } else {
-            bits.add(part);
-          }
-        });
+        add_non_null(piece, gathered, [&](const auto&... k) { bits.add(k...); });
     }
     const auto to_array = [](const std::vector<std::uint32_t>& values) {
       nb::object out = new_numpy_array(values.size(), NPY_UINT32);
