@@ -134,14 +134,33 @@ class binary_reader final : public key_reader {
 
   template <class Word>
   std::size_t read_into(std::vector<Word>& out, std::size_t max_keys) {
-    try {
-      out.resize(max_keys);
-    } catch (const std::bad_alloc&) {
-      fail_memory(path_, "for a chunk of " + with_commas(max_keys) + " keys (" +
-                             with_commas(static_cast<std::uint64_t>(max_keys) * sizeof(Word)) + " bytes) at " +
-                             at_byte(byte_of(read_), "key", read_));
+    const auto room_for = [&](std::size_t keys) {
+      try {
+        out.resize(keys);
+      } catch (const std::bad_alloc&) {
+        fail_memory(path_, "for a chunk of " + with_commas(keys) + " keys (" +
+                               with_commas(static_cast<std::uint64_t>(keys) * sizeof(Word)) + " bytes) at " +
+                               at_byte(byte_of(read_), "key", read_));
+      }
+    };
+    // A file of known size fills its chunk at once. A stream's chunk grows as its
+    // data arrives (doubling from 64 Ki keys): a large --chunk-keys must not cost
+    // its whole size for a pipe that brings a few keys.
+    std::size_t bytes = 0;
+    if (spec_.count) {
+      room_for(max_keys);
+      bytes = std::fread(out.data(), 1, max_keys * sizeof(Word), file_.get());
+    } else {
+      std::size_t room = std::min<std::size_t>(max_keys, std::size_t{1} << 16);
+      for (;;) {
+        room_for(room);
+        const std::size_t want = room * sizeof(Word) - bytes;
+        const std::size_t got = std::fread(reinterpret_cast<char*>(out.data()) + bytes, 1, want, file_.get());
+        bytes += got;
+        if (got < want || room == max_keys) break;  // the end of the stream (or an error), or a full chunk
+        room = room > max_keys / 2 ? max_keys : 2 * room;
+      }
     }
-    const std::size_t bytes = std::fread(out.data(), 1, max_keys * sizeof(Word), file_.get());
     if (std::ferror(file_.get()))
       fail_io(path_, "read failed at byte " + with_commas(byte_of(read_) + bytes) + " (key " +
                          with_commas(read_ + bytes / sizeof(Word)) + ")");
