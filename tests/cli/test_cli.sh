@@ -54,6 +54,9 @@ expect_err "added 1,000 keys"
 expect_err "0 mismatches, 0 false negatives"
 expect_rc 0 "$GBF" query a.gbf k.u64 --keys-format u64 --count
 expect_out 1000
+# A query's keys may be absent: its verify counts mismatches only, no false negatives.
+expect_rc 0 "$GBF" query a.gbf k.u64 --keys-format u64 --count --verify -q
+expect_err "0 mismatches$"
 expect_rc 0 "$GBF" query a.gbf k.u64 --keys-format u64 --count --chunk-keys 7 --verify
 expect_out 1000
 expect_rc 0 "$GBF" query a.gbf k.u64 --keys-format u64 --select
