@@ -56,8 +56,19 @@ void add_format_options(CLI::App* cmd, std::vector<filter_file*> files, const ch
 }
 
 void add_no_header_flag(CLI::App* cmd, std::vector<filter_file*> files) {
+  // Option callbacks run in the order the options were added, after the format
+  // options' (added first): the files' formats are known here.
   cmd->add_flag_callback(
-      "--no-header", [files] { for (filter_file* file : files) file->parquet_header = false; },
+      "--no-header",
+      [files] {
+        bool any_sbbf = false;
+        for (filter_file* file : files) {
+          file->parquet_header = false;
+          any_sbbf |= file->format == filter_format::parquet_sbbf;
+        }
+        if (!any_sbbf)
+          throw CLI::ValidationError("--no-header", "applies to parquet-sbbf files only (--format parquet-sbbf)");
+      },
       "parquet-sbbf files are the bare bitset, without the Thrift BloomFilterHeader");
 }
 

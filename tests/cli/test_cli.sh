@@ -295,6 +295,9 @@ expect_rc 2 "$GBF" create --scaling --non-scaling --expansion 4 --capacity 10 -o
 expect_rc 2 "$GBF" create --scaling --non-scaling --tightening 0.9 --capacity 10 -o x.gbf
 expect_rc 2 "$GBF" create --scaling --expansion 1.5 --capacity 10 -o x.gbf
 expect_err "'1.5' is not a number"
+expect_rc 2 "$GBF" create --capacity 10 --no-header -o x.gbf
+expect_err "--no-header: applies to parquet-sbbf files only"
+expect_rc 2 "$GBF" query a.gbf k.u64 --no-header
 [[ -e x.gbf ]] && fail "a usage error wrote a file"
 # Control bytes of a key line or a path are written as \xNN: the message stays one line.
 printf '1\0002\n' > nul.txt
