@@ -507,8 +507,23 @@ std::shared_ptr<T> take_capsule(nb::handle capsule, const char* name) {
   return own_released(moved);
 }
 
+// obj.<method>(): the producer's Arrow export. Its own failures (pandas exporting an
+// object column of mixed kinds, or of ints no Arrow type holds) surface as a TypeError
+// that says what was being read, with the producer's message.
+nb::object arrow_export(nb::handle obj, const char* method) {
+  try {
+    return obj.attr(method)();
+  } catch (const nb::python_error& e) {
+    const std::string error = nb::cast<std::string>(nb::str(e.type().attr("__name__"))) + ": " +
+                              nb::cast<std::string>(nb::str(e.value()));
+    throw_not_keys(obj, std::string("its Arrow export (") + method + ") failed: " + error +
+                            " (an object column needs keys of one kind: ints in int64's range, or "
+                            "str / bytes; convert it first, e.g. .astype('uint64'))");
+  }
+}
+
 void read_arrow(nb::handle obj, host_keys& keys) {
-  nb::object pair = obj.attr("__arrow_c_array__")();
+  nb::object pair = arrow_export(obj, "__arrow_c_array__");
   if (!PyTuple_Check(pair.ptr()) || PyTuple_GET_SIZE(pair.ptr()) != 2)
     throw_not_keys(obj, "__arrow_c_array__() did not return (schema, array) capsules");
   auto schema = take_capsule<ArrowSchema>(PyTuple_GET_ITEM(pair.ptr(), 0), "arrow_schema");
@@ -519,7 +534,7 @@ void read_arrow(nb::handle obj, host_keys& keys) {
 }
 
 void read_arrow_stream(nb::handle obj, host_keys& keys) {
-  nb::object capsule = obj.attr("__arrow_c_stream__")();
+  nb::object capsule = arrow_export(obj, "__arrow_c_stream__");
   auto stream = take_capsule<ArrowArrayStream>(capsule, "arrow_array_stream");
   keys.storage.push_back(stream);
   auto schema = own_released(new ArrowSchema{});
@@ -607,6 +622,21 @@ host_keys read_host_keys(nb::handle obj) {
                               " is neither host memory nor a CUDA device");
     nb::object array = nb::module_::import_("numpy").attr("from_dlpack")(obj);
     read_numpy(array, keys);
+  } else if (PyByteArray_Check(o) || (PyMemoryView_Check(o) && PyMemoryView_GET_BUFFER(o)->itemsize == 1)) {
+    // bytes is one key; a bytearray or a memoryview of bytes could be one key or a
+    // buffer of integer keys (NumPy reads it as uint8, refused as too narrow): say
+    // which to pass. A memoryview of wider items (an int64 array's) is keys, below.
+    throw nb::type_error(("a " + python_type_name(obj) +
+                          " is not read as keys: pass bytes(x) for one key, or numpy.frombuffer(x, "
+                          "dtype=numpy.int64) (or the keys' own dtype) for integer keys")
+                             .c_str());
+  } else if (has_attr(obj, "as_py") && has_attr(obj, "type") && !has_attr(obj, "__len__")) {
+    // A pyarrow Scalar: its buffers are not its value (pa.scalar("abc") read as int8).
+    // Its value's width is the array's question, so no guess: one element array.
+    throw nb::type_error(("a pyarrow " + python_type_name(obj) +
+                          " is not read as a key: pass scalar.as_py() (a Python int hashes as 8 bytes), "
+                          "or a one-element array, pyarrow.array([scalar]), to keep its type's width")
+                             .c_str());
   } else {
     const char* expected = "expected a NumPy-compatible integer array, an Arrow array, a device "
                            "array, a list, or an int / str / bytes key";

@@ -164,6 +164,28 @@ def test_a_list_of_numpy_scalars_hashes_each_as_it_would_alone_or_is_refused(f):
     assert -3 in f and f.contains([9, np.int64(-3)]).all()
 
 
+def test_byte_buffers_and_arrow_scalars_are_refused_saying_what_to_pass(f):
+    for buffer in (bytearray(b"ab"), memoryview(b"ab")):
+        with pytest.raises(TypeError, match=r"not read as keys: pass bytes\(x\) for one key, or numpy.frombuffer"):
+            f.add(buffer)
+    with pytest.raises(TypeError, match=r"pyarrow StringScalar is not read as a key: pass scalar.as_py\(\)"):
+        f.contains(pa.scalar("abc"))
+    assert f.stats().keys_added == 0
+    f.add(bytes(bytearray(b"ab")))
+    assert b"ab" in f and f.contains(pa.array([pa.scalar("ab")])).tolist() == [True]
+
+
+def test_an_object_column_arrow_cannot_export_is_a_type_error_saying_so(f):
+    pd = pytest.importorskip("pandas")
+    for column, cause in ((pd.Series([2**63, 1], dtype=object), "OverflowError"),
+                          (pd.Series(["a", 1], dtype=object), "ArrowTypeError")):
+        if not hasattr(column, "__arrow_c_stream__"):
+            pytest.skip("this pandas exports no Arrow C stream: NumPy's way reads the column")
+        with pytest.raises(TypeError, match=f"cannot read keys from a Series: its Arrow export .* failed: {cause}"):
+            f.add(column)
+    assert f.stats().keys_added == 0
+
+
 def test_scalars_and_lists(f):
     f.add(7)
     f.add("seven")
