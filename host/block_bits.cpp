@@ -9,6 +9,7 @@
 #include "gbf/error.hpp"
 #include "gbf/filter.hpp"
 #include "host/backend.hpp"
+#include "host/counts.hpp"
 #include "host/cpu/key_loop.hpp"
 #include "host/keys.hpp"
 #include "host/layout_text.hpp"
@@ -186,7 +187,7 @@ void block_bits::add_keys(const key_batch& keys) {
   }
   blocks_ = std::move(new_blocks);
   words_ = std::move(new_words);
-  keys_added_ += sorted.size();
+  keys_added_ = detail::saturating_add(keys_added_, sorted.size());
 }
 
 void block_bits::merge(const block_bits& other) {
@@ -205,7 +206,7 @@ void block_bits::merge(const block_bits& other) {
   }
   blocks_ = std::move(blocks);
   words_ = std::move(words);
-  keys_added_ += other.keys_added_;
+  keys_added_ = detail::saturating_add(keys_added_, other.keys_added_);
 }
 
 }  // namespace gbf

@@ -10,6 +10,7 @@
 
 #include "host/backend.hpp"
 #include "host/counting_backend.hpp"
+#include "host/counts.hpp"
 #include "host/filter_access.hpp"
 #include "host/keys.hpp"
 #include "host/word_range.hpp"
@@ -98,7 +99,7 @@ void counting_filter::add_keys(const key_batch& keys, const call_options& call) 
   const key_batch batch = detail::check_batch(call.what, keys);
   if (batch.count == 0 && !call.async) return;
   impl().add(batch, call);
-  keys_added_ += call.async ? batch.count : detail::keys_to_count(batch);
+  keys_added_ = detail::saturating_add(keys_added_, call.async ? batch.count : detail::keys_to_count(batch));
 }
 
 remove_report counting_filter::remove_keys(const key_batch& keys, bool* removed,
@@ -187,7 +188,7 @@ void counting_filter::merge(const counting_filter& other) {
   const std::uint64_t added = other.keys_added_;  // read first: `other` may be this
   const std::uint64_t removed = other.keys_removed_;
   combine(other, detail::counter_merge::sum);
-  keys_added_ += added;
+  keys_added_ = detail::saturating_add(keys_added_, added);
   keys_removed_ += removed;
 }
 

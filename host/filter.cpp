@@ -11,6 +11,7 @@
 #include "gbf/block_bits.hpp"
 #include "host/backend.hpp"
 #include "host/bloom_backend.hpp"
+#include "host/counts.hpp"
 #include "host/keys.hpp"
 #include "host/layout_text.hpp"
 #include "host/verify.hpp"
@@ -124,7 +125,7 @@ void filter::add_keys(const key_batch& keys, bool* is_new, const call_options& c
   impl().add(batch, is_new, call);
   // A device bitmap cannot be read by an _async call without synchronizing:
   // every key counts there.
-  keys_added_ += call.async ? batch.count : detail::keys_to_count(batch);
+  keys_added_ = detail::saturating_add(keys_added_, call.async ? batch.count : detail::keys_to_count(batch));
 }
 
 void filter::contains_keys(const key_batch& keys, bool* found,
@@ -182,7 +183,7 @@ void filter::combine(const filter& other, detail::set_op op) {
 
 void filter::merge(const filter& other) {
   combine(other, detail::set_op::union_or);
-  if (&other != this) keys_added_ += other.keys_added_;
+  if (&other != this) keys_added_ = detail::saturating_add(keys_added_, other.keys_added_);
 }
 
 void filter::merge(const block_bits& bits) {
@@ -191,7 +192,7 @@ void filter::merge(const block_bits& bits) {
                           detail::layout_differences(layout_, bits.layout()) +
                           "): " + to_string(layout_) + " vs " + to_string(bits.layout()));
   impl().or_blocks(bits.blocks().data(), bits.words().data(), bits.blocks().size());
-  keys_added_ += bits.keys_added();
+  keys_added_ = detail::saturating_add(keys_added_, bits.keys_added());
 }
 
 void filter::intersect(const filter& other) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "host/backend.hpp"
+#include "host/counts.hpp"
 #include "host/keys.hpp"
 #include "host/verify.hpp"
 #include "host/scaling_backend.hpp"
@@ -141,7 +142,7 @@ std::uint64_t fill(fill_steps& steps, const scaling_config& config,
             ? left
             : static_cast<std::size_t>(std::min<std::uint64_t>(left, level.capacity - level.keys));
     const std::uint64_t added = steps.add_slice(newest, first, slice);
-    level.keys += added;
+    level.keys = detail::saturating_add(level.keys, added);
     inserted += added;
     first += slice;
     if (first == candidates) break;
@@ -533,7 +534,7 @@ void scaling_filter::merge(const scaling_filter& other) {
     for (; pushed > 0; --pushed) impl().pop_level();
     throw;
   }
-  for (std::size_t i = 0; i < common; ++i) levels_[i].keys += other.levels_[i].keys;
+  for (std::size_t i = 0; i < common; ++i) levels_[i].keys = detail::saturating_add(levels_[i].keys, other.levels_[i].keys);
   for (std::size_t i = common; i < other.levels_.size(); ++i) levels_.push_back(other.levels_[i]);
 }
 

@@ -461,6 +461,21 @@ TEST(Filter, AnAllocationPastTheAvailableMemoryIsAnAllocationError) {
   EXPECT_NE(message.find("available (MemAvailable)"), std::string::npos) << message;
 }
 
+// A count restored at the maximum (a file may hold any) stays there: it wrapped to
+// the keys just added.
+TEST(Filter, KeysAddedSaturatesInsteadOfWrapping) {
+  const gbf::layout l{8, 8, 0, 64};
+  const std::vector<std::uint32_t> zeros(l.num_words());
+  const std::uint64_t most = ~std::uint64_t{0};
+  gbf::filter f = gbf::filter::from_words(l, zeros.data(), on_cpu(1), 0, most - 1);
+  const auto keys = random_keys(4, 1);
+  f.add(keys.data(), keys.size());
+  EXPECT_EQ(f.stats().keys_added, most);
+  gbf::filter g = gbf::filter::from_words(l, zeros.data(), on_cpu(1), 0, 5);
+  f.merge(g);
+  EXPECT_EQ(f.stats().keys_added, most);
+}
+
 TEST(Filter, WordsRoundTripThroughFromWordsAndCopyTo) {
   gbf::filter f = gbf::filter::create(10'000, 0.01, on_cpu());
   const auto keys = random_keys<std::uint64_t>(10'000, 51);
