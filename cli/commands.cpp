@@ -411,6 +411,9 @@ int combine(const combine_args& args, combine_op op) {
                                                : "symmetric difference (XOR)",
                  args.a.path.c_str(), args.b.path.c_str(),
                  with_commas(a.bits_set()).c_str());
+  // A union may pass the capacity neither input passed; an intersection's estimate
+  // overstates its keys and an XOR holds no key set, so only a merge warns.
+  if (op == combine_op::merge) warn_if_over_capacity(a, args.output.path);
   return 0;
 }
 

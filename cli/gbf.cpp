@@ -426,7 +426,7 @@ int main(int argc, char** argv) {
   add_threads_option(join_cmd, join.threads, "CPU threads (0 = all hardware threads; at most 1024)");
   join_cmd->add_option("--fpp", join.fpp, "Filter target false-positive rate, in (0, 1)")
       ->check(open_unit_interval());
-  join_cmd->add_option("--export-csv", join.export_csv, "Write orders.csv and lineitem.csv to this directory")
+  join_cmd->add_option("--export-csv", join.export_csv, "Write orders.csv and lineitem.csv to this directory (made if missing)")
       ->check(nonempty_path());
   join_cmd->add_flag("--json", join.json, "One JSON object instead of text");
   join_cmd->final_callback([&] { command = [&] { return run_join(join); }; });

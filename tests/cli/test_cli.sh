@@ -54,6 +54,11 @@ expect_err "added 1,000 keys"
 expect_err "0 mismatches, 0 false negatives"
 expect_rc 0 "$GBF" query a.gbf k.u64 --keys-format u64 --count
 expect_out 1000
+# A merge whose union passes the capacity warns, as add and build do.
+python3 -c "import numpy as np; np.arange(1000, 1600, dtype='<u8').tofile('more.u64')"
+expect_rc 0 "$GBF" build more.u64 --capacity 1000 -o more.gbf -q
+expect_rc 0 "$GBF" merge a.gbf more.gbf -o union.gbf -q
+expect_err "gbf: warning: 'union.gbf' is over capacity"
 # A query's keys may be absent: its verify counts mismatches only, no false negatives.
 expect_rc 0 "$GBF" query a.gbf k.u64 --keys-format u64 --count --verify -q
 expect_err "0 mismatches$"
