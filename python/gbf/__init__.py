@@ -16,6 +16,7 @@ from ._errors import (AllocationError, CudaError, Error, FilterFull, FormatError
 from . import _core
 from ._filter import Filter, FilterStats, Layout, classic_bits_per_key, gpu_status, load, size_for
 from ._device import DeviceStrings
+from ._block_bits import BlockBits
 from ._kinds import (CountingFilter, CountingStats, CuckooFilter, CuckooStats, CuckooStatus, RemoveReport,
                      ScalingFilter, ScalingLevel, ScalingStats)
 
@@ -27,7 +28,7 @@ __version__: str = _core.library_version
 has_cuda_build: bool = _core.has_cuda_build
 
 __all__ = [
-    "Filter", "FilterStats", "Layout", "DeviceStrings", "load", "size_for", "classic_bits_per_key", "gpu_status",
+    "Filter", "FilterStats", "Layout", "BlockBits", "DeviceStrings", "load", "size_for", "classic_bits_per_key", "gpu_status",
     "has_cuda_build", "Error", "InvalidArgument", "LayoutMismatch", "FormatError", "NoGPU", "WrongBackend",
     "CudaError", "AllocationError", "FilterFull", "CountingFilter", "CountingStats", "RemoveReport", "ScalingFilter",
     "ScalingStats", "ScalingLevel", "CuckooFilter", "CuckooStats", "CuckooStatus",

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO, Optional, SupportsIndex, Tuple, Type, Union
 
 from . import _core
-from ._errors import InvalidArgument
+from ._errors import InvalidArgument, LayoutMismatch
 
 PathOrFile = Union[str, "os.PathLike[str]", BinaryIO]
 
@@ -315,8 +315,22 @@ class Filter(_core.FilterBase):
         return (_unpickle, (pickle.PickleBuffer(data) if int(protocol) >= 5 else data, self.requested_backend,
                             self.threads, type(self)))
 
-    def __ior__(self, other: "Filter") -> "Filter":
-        if not isinstance(other, _core.FilterBase):
+    def merge(self, other: Any) -> None:
+        """self |= other: another Filter of the same layout (bits ORed, keys_added summed),
+        or a gbf.BlockBits of this layout (its blocks ORed in, on the GPU by a kernel:
+        the cost is the bits' bytes, not the filter's). gbf.LayoutMismatch names the layouts."""
+        from ._block_bits import BlockBits  # it imports this module
+        if isinstance(other, BlockBits):
+            if other.layout != self.layout:
+                raise LayoutMismatch(f"cannot merge block bits of layout {other.layout} into a filter of "
+                                     f"{self.layout}")
+            self._merge_block_bits(other.blocks, other.words, other.keys_added)
+        else:
+            super().merge(other)
+
+    def __ior__(self, other: Any) -> "Filter":
+        from ._block_bits import BlockBits
+        if not isinstance(other, (_core.FilterBase, BlockBits)):
             return NotImplemented
         self.merge(other)
         return self
@@ -336,8 +350,9 @@ class Filter(_core.FilterBase):
     # f | f is f |= f on a copy: a filter combined with itself (keys_added not doubled),
     # not with another filter that happens to hold the same keys. Anything but a plain
     # filter (an int, a CountingFilter) is NotImplemented: Python's TypeError names both.
-    def __or__(self, other: "Filter") -> "Filter":
-        if not isinstance(other, _core.FilterBase):
+    def __or__(self, other: Any) -> "Filter":
+        from ._block_bits import BlockBits
+        if not isinstance(other, (_core.FilterBase, BlockBits)):
             return NotImplemented
         result = self.copy()
         result.merge(result if other is self else other)

@@ -390,6 +390,22 @@ void init_module(nb::module_& m) {
   cls.def("merge", [](py_filter& self, py_filter& other) {
         with_both_locked(self, other, [&] { self.f.merge(other.f); });
       }, "other"_a, docs::merge);
+  cls.def("_merge_block_bits", [](py_filter& self, nb::handle blocks, nb::handle words, std::uint64_t keys_added) {
+        // gbf.BlockBits' arrays (uint32, C-contiguous, as BlockBits keeps them), checked
+        // by block_bits::from_blocks before the filter changes.
+        const auto to_vector = [](nb::handle array_object, const char* name) {
+          auto* array = reinterpret_cast<PyArrayObject*>(array_object.ptr());
+          if (!PyArray_Check(array_object.ptr()) || PyArray_TYPE(array) != NPY_UINT32 || !PyArray_IS_C_CONTIGUOUS(array))
+            throw nb::type_error((std::string("BlockBits.") + name + " must be a C-contiguous NumPy uint32 array").c_str());
+          const auto* data = static_cast<const std::uint32_t*>(PyArray_DATA(array));
+          return std::vector<std::uint32_t>(data, data + PyArray_SIZE(array));
+        };
+        std::vector<std::uint32_t> block_list = to_vector(blocks, "blocks");
+        std::vector<std::uint32_t> word_list = to_vector(words, "words");
+        nb::gil_scoped_release release;
+        std::lock_guard<std::mutex> lock(self.mutex);
+        self.f.merge(block_bits::from_blocks(self.f.layout(), std::move(block_list), std::move(word_list), keys_added));
+      });
   cls.def("intersect", [](py_filter& self, py_filter& other) {
         with_both_locked(self, other, [&] { self.f.intersect(other.f); });
       }, "other"_a, docs::intersect);

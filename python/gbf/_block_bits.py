@@ -1,0 +1,103 @@
+"""gbf.BlockBits: the bits a batch of keys sets in a filter, held as only the blocks it
+touches (C++ gbf::block_bits, include/gbf/block_bits.hpp)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from . import _core
+from ._errors import LayoutMismatch
+from ._filter import Filter, Layout
+
+
+class BlockBits:
+    """The bits a batch of keys sets in a filter of `layout`, held as the blocks it
+    touches: ascending block indices (uint32) and their words (uint32, one row of
+    words_per_block per block). A partition of n keys costs at most n (4 + 4 W) bytes
+    however large the filter, where a Filter of its own costs the whole bit array: what
+    a worker of a distributed build (Ray, Spark, multiprocessing; gbf.dask does this
+    itself) computes and sends.
+
+        part = gbf.BlockBits(f.layout, keys)      # on a worker; pickles as its arrays
+        total = part_a | part_b                   # union, on any machine
+        f.merge(total)                            # f |= the keys' bits, CPU or GPU
+
+    The bits are exactly those Filter.add sets for the same keys and layout (keys read as
+    Filter.add reads host keys, nulls skipped). Computed on the CPU, one thread.
+    gbf.LayoutMismatch when merging bits of another layout.
+    """
+
+    __slots__ = ("layout", "blocks", "words", "keys_added")
+
+    def __init__(self, layout: Layout, keys: Any = None) -> None:
+        if not isinstance(layout, Layout) or layout.num_blocks is None:
+            raise TypeError("BlockBits needs a gbf.Layout with num_blocks (e.g. some_filter.layout)")
+        self.layout = layout
+        self.blocks = np.zeros(0, dtype=np.uint32)
+        self.words = np.zeros((0, layout.words_per_block), dtype=np.uint32)
+        self.keys_added = 0
+        layout.expected_fpr(0)  # gbf.InvalidArgument naming what is wrong with the layout
+        if keys is not None:
+            self.add(keys)
+
+    def add(self, keys: Any) -> None:
+        """Sets the bits of `keys` (host keys, as Filter.add takes them)."""
+        l = self.layout
+        blocks, words, added = _core._block_bits(keys, l.words_per_block, l.bits_per_key, l.seed, l._blocks())
+        self._unite(blocks, words.reshape(-1, l.words_per_block), added)
+
+    def __ior__(self, other: "BlockBits") -> "BlockBits":
+        self._check(other)
+        if other is not self:  # x | x is x, its count kept (as Filter.merge(self))
+            self._unite(other.blocks, other.words, other.keys_added)
+        return self
+
+    def __or__(self, other: "BlockBits") -> "BlockBits":
+        self._check(other)
+        out = BlockBits(self.layout)
+        out._unite(self.blocks, self.words, self.keys_added)
+        if other is not self:
+            out._unite(other.blocks, other.words, other.keys_added)
+        return out
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the indices and words: 4 (1 + W) per block."""
+        return int(self.blocks.nbytes + self.words.nbytes)
+
+    def __len__(self) -> int:
+        """Blocks with a bit set."""
+        return len(self.blocks)
+
+    def to_filter(self, *, capacity: Optional[int] = None, fpp: Optional[float] = None,
+                  backend: str = "auto") -> Filter:
+        """A new filter of this layout holding these bits (keys_added carried)."""
+        f = Filter(capacity, fpp, layout=self.layout, backend=backend)
+        f.merge(self)
+        return f
+
+    def __repr__(self) -> str:
+        return (f"gbf.BlockBits({len(self):,} of {self.layout.num_blocks:,} blocks, {self.nbytes:,} bytes, "
+                f"{self.keys_added:,} keys; {self.layout})")
+
+    def _check(self, other: Any) -> None:
+        if not isinstance(other, BlockBits):
+            raise TypeError(f"BlockBits unite with BlockBits, not {type(other).__name__}")
+        if other.layout != self.layout:
+            raise LayoutMismatch(f"cannot merge block bits of different layouts: {self.layout} and {other.layout}")
+
+    def _unite(self, blocks: np.ndarray, words: np.ndarray, keys_added: int) -> None:
+        """self |= (blocks, words): sorted by block, the rows of one block ORed."""
+        if len(blocks):
+            if len(self.blocks):
+                blocks = np.concatenate((self.blocks, blocks))
+                words = np.concatenate((self.words, words))
+                order = np.argsort(blocks, kind="stable")
+                blocks, words = blocks[order], words[order]
+                starts = np.flatnonzero(np.concatenate(([True], blocks[1:] != blocks[:-1])))
+                blocks, words = blocks[starts], np.bitwise_or.reduceat(words, starts, axis=0)
+            self.blocks = np.ascontiguousarray(blocks, dtype=np.uint32)
+            self.words = np.ascontiguousarray(words, dtype=np.uint32)
+        self.keys_added += int(keys_added)
