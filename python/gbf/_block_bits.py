@@ -3,13 +3,26 @@ touches (C++ gbf::block_bits, include/gbf/block_bits.hpp)."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 
 from . import _core
 from ._errors import LayoutMismatch
 from ._filter import Filter, Layout
+
+
+def unite_blocks(blocks: Sequence[np.ndarray], rows: Sequence[np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:
+    """The union of sparse bits, each given as ascending distinct block indices and their
+    rows: sorted by block, the rows of one block ORed (the inputs are not changed)."""
+    united = np.concatenate(blocks)
+    united_rows = np.concatenate(rows)
+    if len(blocks) > 1 and len(united):
+        order = np.argsort(united, kind="stable")
+        united, united_rows = united[order], united_rows[order]
+        starts = np.flatnonzero(np.concatenate(([True], united[1:] != united[:-1])))
+        united, united_rows = united[starts], np.bitwise_or.reduceat(united_rows, starts, axis=0)
+    return united, united_rows
 
 
 class BlockBits:
@@ -89,15 +102,10 @@ class BlockBits:
             raise LayoutMismatch(f"cannot merge block bits of different layouts: {self.layout} and {other.layout}")
 
     def _unite(self, blocks: np.ndarray, words: np.ndarray, keys_added: int) -> None:
-        """self |= (blocks, words): sorted by block, the rows of one block ORed."""
+        """self |= (blocks, words)."""
         if len(blocks):
-            if len(self.blocks):
-                blocks = np.concatenate((self.blocks, blocks))
-                words = np.concatenate((self.words, words))
-                order = np.argsort(blocks, kind="stable")
-                blocks, words = blocks[order], words[order]
-                starts = np.flatnonzero(np.concatenate(([True], blocks[1:] != blocks[:-1])))
-                blocks, words = blocks[starts], np.bitwise_or.reduceat(words, starts, axis=0)
+            blocks, words = unite_blocks([self.blocks, blocks], [self.words, words]) if len(self.blocks) else \
+                (blocks, words)
             self.blocks = np.ascontiguousarray(blocks, dtype=np.uint32)
             self.words = np.ascontiguousarray(words, dtype=np.uint32)
         self.keys_added += int(keys_added)

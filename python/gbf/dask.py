@@ -56,6 +56,7 @@ except ImportError as e:  # pragma: no cover - the message is the point
                       "install them with `pip install ./python[dask]`") from e
 
 from . import _core
+from ._block_bits import unite_blocks
 from ._errors import InvalidArgument, LayoutMismatch
 from ._filter import Filter, Layout, _capacity, _count, size_for
 from ._kinds import CountingFilter, CuckooFilter, ScalingFilter
@@ -291,13 +292,7 @@ def _merge_bits(*parts: _Bits) -> _Bits:
     sparse = [p.blocks for p in parts if p.blocks is not None]
     if not dense and 2 * sum(b.size for b in sparse) * _sparse_block_bytes(first.layout) <= \
             first.layout.size_bytes:
-        blocks = np.concatenate(sparse)
-        rows = np.concatenate([p.words for p in parts])
-        if len(blocks):
-            order = np.argsort(blocks, kind="stable")
-            blocks, rows = blocks[order], rows[order]
-            starts = np.flatnonzero(np.concatenate(([True], blocks[1:] != blocks[:-1])))
-            blocks, rows = blocks[starts], np.bitwise_or.reduceat(rows, starts, axis=0)
+        blocks, rows = unite_blocks(sparse, [p.words for p in parts])
         return _Bits(first.layout, first.capacity, first.fpp, keys_added, blocks, rows)
     # Inputs are never changed (a retried task must see them as they were): the
     # accumulator is a copy of one dense input, or zeros.
