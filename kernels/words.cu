@@ -50,15 +50,15 @@ __global__ void __launch_bounds__(block_threads)
   add_block_total(bits, counter);
 }
 
-// One thread per row word: rows[i] goes to word i % W of block blocks[i / W]. The
-// divisions are by a power of two (W is 1, 2, 4, 8 or 16).
+// One thread per row word: rows[i] goes to word i % W of block blocks[i / W] (W a
+// template argument, so both are shifts and masks).
+template <std::uint32_t WordsPerBlock>
 __global__ void __launch_bounds__(block_threads)
     or_block_rows_kernel(std::uint32_t* __restrict__ words, const std::uint32_t* __restrict__ blocks,
-                         const std::uint32_t* __restrict__ rows, std::uint64_t num_row_words,
-                         std::uint32_t words_per_block) {
+                         const std::uint32_t* __restrict__ rows, std::uint64_t num_row_words) {
   for (std::size_t i = first_index(); i < num_row_words; i += grid_stride()) {
-    const std::uint64_t block = blocks[i / words_per_block];
-    words[block * words_per_block + i % words_per_block] |= rows[i];
+    const std::uint64_t block = blocks[i / WordsPerBlock];
+    words[block * WordsPerBlock + i % WordsPerBlock] |= rows[i];
   }
 }
 
@@ -68,7 +68,9 @@ void or_block_rows(std::uint32_t* words, const std::uint32_t* blocks, const std:
                    std::uint64_t num_blocks, std::uint32_t words_per_block, cudaStream_t stream) {
   const std::uint64_t num_row_words = num_blocks * words_per_block;
   if (num_row_words == 0) return;
-  launch<or_block_rows_kernel>(num_row_words, stream, words, blocks, rows, num_row_words, words_per_block);
+  dispatch_words_per_block(words_per_block, [&](auto w) {
+    launch<or_block_rows_kernel<decltype(w)::value>>(num_row_words, stream, words, blocks, rows, num_row_words);
+  });
 }
 
 void combine_words(std::uint32_t* dst, const std::uint32_t* src, std::uint64_t num_words,

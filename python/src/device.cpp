@@ -245,8 +245,11 @@ struct device_scope {
     if (device >= 0 && device != previous) check(cudaSetDevice(device), "cudaSetDevice");
   }
   ~device_scope() {
+    // A failure here must not stay behind as the runtime's last error, where the next
+    // launch check would report it against unrelated work.
     int now = -1;
-    if (cudaGetDevice(&now) == cudaSuccess && now != previous) cudaSetDevice(previous);
+    if (cudaGetDevice(&now) == cudaSuccess && now != previous && cudaSetDevice(previous) != cudaSuccess)
+      cudaGetLastError();
   }
 };
 
@@ -329,8 +332,14 @@ device_array from_cuda_array_interface(nb::handle obj, std::optional<stream_t> r
   if (cai.contains("stream") && !cai["stream"].is_none())
     a.producer = stream_from_protocol(stream_number(cai["stream"], (what + ": 'stream'").c_str()));
   a.stream = requested ? *requested : a.producer ? *a.producer : nullptr;
-  a.device = a.count > 0 ? device_of(a.data) : 0;
-  if (a.producer) order_after(*a.producer, a.stream, a.device);
+  // An empty array may have no address to ask: the current device stands in, and
+  // nothing needs ordering (no kernel reads it).
+  if (a.count > 0) {
+    a.device = device_of(a.data);
+  } else {
+    check(cudaGetDevice(&a.device), "cudaGetDevice");
+  }
+  if (a.producer && a.count > 0) order_after(*a.producer, a.stream, a.device);
   a.owner = nb::borrow(obj);
   return a;
 }
@@ -363,6 +372,7 @@ device_array from_dlpack(nb::handle obj, std::optional<stream_t> requested, cons
     // revision): take the tensor as it is and wait for the device instead.
     if (!e.matches(PyExc_TypeError)) throw;
     capsule = obj.attr("__dlpack__")();
+    const device_scope on_its_gpu(a.device);  // the tensor's device, not the current one
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   }
   auto owner = std::make_unique<dlpack_owner>();
@@ -548,11 +558,14 @@ std::pair<nb::object, void*> framework_result(const device_batch& keys, result_i
 device_result result_for(const device_batch& keys, nb::handle out, result_item item, const char* what) {
   device_result r;
   if (!out.is_none()) {
+    const std::string wanted = std::string(what) + ": out must be a writable device array of " +
+                               std::to_string(keys.count) + " bool or uint8 items";
+    // Before any export: a host array's __dlpack__(stream=...) fails with its own message.
+    if (!device_keys(out)) throw nb::value_error((wanted + "; this one is in host memory").c_str());
     device_array o = read_device_array(out, keys.stream, "out");
     if (item == result_item::int64 || o.itemsize != 1 || (o.kind != 'b' && o.kind != 'u' && o.kind != 'i') ||
         o.read_only || o.count != keys.count)
-      throw nb::value_error((std::string(what) + ": out must be a writable device array of " +
-                             std::to_string(keys.count) + " bool or uint8 items").c_str());
+      throw nb::value_error(wanted.c_str());
     // A kernel on the keys' GPU writing another GPU's memory faults (no peer access).
     if (keys.count > 0 && o.device != keys.device)
       throw nb::value_error((std::string(what) + ": out is on GPU " + std::to_string(o.device) +

@@ -223,6 +223,7 @@ def test_torch_stream_orders_device_work():
     keys = torch.arange(100_000, dtype=torch.int64, device="cuda")
     f = gbf.Filter(100_000, 0.01, backend="gpu")
     s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())  # the arange ran on the default stream
     with torch.cuda.stream(s):
         f.add(keys)                      # on s: the current stream
         found = f.contains(keys)
