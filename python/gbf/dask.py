@@ -235,8 +235,15 @@ class _Bits:
         return words
 
     def to_filter(self, backend: str) -> Filter:
-        return Filter.from_words(self.dense_words(), self.layout, capacity=self.capacity, fpp=self.fpp,
-                                 keys_added=self.keys_added, backend=backend)
+        """The filter of these bits on `backend`: dense words are adopted (from_words);
+        sparse ones go into an empty filter block by block (Filter.merge of block bits,
+        a kernel's scatter on a GPU), so no second m-byte array is made for them."""
+        if self.blocks is None:
+            return Filter.from_words(self.words, self.layout, capacity=self.capacity, fpp=self.fpp,
+                                     keys_added=self.keys_added, backend=backend)
+        f = Filter(self.capacity, self.fpp, layout=self.layout, backend=backend)
+        f._merge_block_bits(self.blocks, np.ascontiguousarray(self.words).view(np.uint32), self.keys_added)
+        return f
 
 
 def _block_rows(words: np.ndarray, words_per_block: int) -> np.ndarray:
