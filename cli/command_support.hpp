@@ -5,13 +5,16 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/key_reader.hpp"
+#include "cli/progress.hpp"
 #include "cli/text.hpp"
 #include "gbf/error.hpp"
 #include "gbf/files.hpp"
@@ -139,5 +142,50 @@ string_keys<std::int64_t> text_keys(const key_chunk& c);
 [[noreturn]] void fail_chunk_memory(const std::string& path, std::uint64_t first_key,
                                     std::size_t keys);
 
+
+/// Runs `op(keys, n)` or `op(string_keys)` on a chunk's keys, whatever their type.
+template <class Op>
+auto on_keys(const key_chunk& c, const Op& op) {
+  switch (c.type) {
+    case key_type::u32: return op(c.u32.data(), c.u32.size());
+    case key_type::u64: return op(c.u64.data(), c.u64.size());
+    case key_type::text: break;
+  }
+  return op(text_keys(c));
+}
+
+/// The answers of one call, grown as chunks need.
+template <class T>
+T* room_for(std::unique_ptr<T[]>& buffer, std::size_t& capacity, std::size_t n) {
+  if (n > capacity) {
+    buffer.reset(new T[n]);
+    capacity = n;
+  }
+  return buffer.get();
+}
+
+/// `gbf query --counts` on a counting or cuckoo filter: each key's approximate_count
+/// (the smallest of its counters; the copies of its tag, RedisBloom's CF.COUNT), one
+/// decimal a line on stdout, in key order.
+template <class CountingKind>
+int print_counts(const CountingKind& f, const query_args& args) {
+  const auto reader = key_reader::open(args.keys.path, args.keys.format);
+  progress bar("counted", reader->known_count(), args.run.quiet);
+  key_chunk chunk;
+  std::unique_ptr<std::uint8_t[]> counts;
+  std::size_t counts_room = 0;
+  std::string lines;
+  while (reader->next(chunk, args.keys.chunk_keys)) {
+    std::uint8_t* count = room_for(counts, counts_room, chunk.size());
+    on_keys(chunk, [&](const auto&... keys) { f.approximate_count(keys..., count); });
+    lines.clear();
+    for (std::size_t i = 0, n = chunk.size(); i < n; ++i) (lines += std::to_string(count[i])) += '\n';
+    std::fwrite(lines.data(), 1, lines.size(), stdout);
+    bar.advance(chunk.size());
+  }
+  bar.finish(std::string(" on ") + to_string(f.where()));
+  check_stdout();
+  return 0;
+}
 
 }  // namespace gbf::cli

@@ -602,6 +602,12 @@ int run_query(const query_args& args) {
     refuse_output_over_inputs("--out", args.out, {{"the filter", args.target.path}, {"the key file", args.keys.path}});
     lock.emplace(args.out, args.run.wait);
   }
+  if (args.counts) {
+    if (is_cuckoo_file(args.target)) return run_cuckoo_counts(args);
+    if (is_counting_file(args.target)) return run_counting_counts(args);
+    throw usage_error("--counts is for counting and cuckoo filters; '" + args.target.path +
+                      "' holds another kind, whose answer per key is yes or no (--out)");
+  }
   if (is_cuckoo_file(args.target)) return run_cuckoo_query(args);
   if (is_scaling_file(args.target)) return query_with(load_scaling(args.target, args.run), args);
   file_metadata meta;

@@ -98,6 +98,7 @@ struct query_args {
   std::string out;  ///< Empty: no results file.
   result_format out_format = result_format::bytes;
   bool count = false;
+  bool counts = false;  ///< Counting and cuckoo files: each key's approximate count.
   bool select = false;
   bool row_numbers = false;
 };

@@ -129,6 +129,11 @@ bool is_counting_file(const filter_file& file) {
   }
 }
 
+int run_counting_counts(const query_args& args) {
+  counting_file_metadata meta;
+  return print_counts(load_counting_file(args.target, args.run, meta), args);
+}
+
 filter load_counting_projection(const filter_file& file, const run_options& run,
                                 file_metadata& meta) {
   counting_file_metadata m;

@@ -39,6 +39,8 @@ int run_counting_create(const create_args& args);
 int run_counting_build(const build_args& args);
 int run_counting_add(const add_args& args);
 int run_counting_info(const info_args& args);
+/// `gbf query --counts` on a counting file: each key's smallest counter, a line each.
+int run_counting_counts(const query_args& args);
 /// `gbf remove F KEYS [--unchecked | --strict]` on a counting file: prints how
 /// many keys were removed and refused.
 int run_counting_remove(const remove_args& args);

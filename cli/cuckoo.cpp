@@ -37,26 +37,6 @@ cuckoo_filter load_cuckoo_file(const filter_file& file, const run_options& run,
   }
 }
 
-/// Runs `op(keys, n)` or `op(string_keys)` on a chunk's keys, whatever their type.
-template <class Op>
-auto on_keys(const key_chunk& c, const Op& op) {
-  switch (c.type) {
-    case key_type::u32: return op(c.u32.data(), c.u32.size());
-    case key_type::u64: return op(c.u64.data(), c.u64.size());
-    case key_type::text: break;
-  }
-  return op(text_keys(c));
-}
-
-/// The keys of one call, grown as chunks need.
-template <class T>
-T* room_for(std::unique_ptr<T[]>& buffer, std::size_t& capacity, std::size_t n) {
-  if (n > capacity) {
-    buffer.reset(new T[n]);
-    capacity = n;
-  }
-  return buffer.get();
-}
 
 std::string percent(double x) {
   char text[32];
@@ -295,6 +275,11 @@ int run_cuckoo_query(const query_args& args) {
     if (mismatches != 0) return 1;
   }
   return 0;
+}
+
+int run_cuckoo_counts(const query_args& args) {
+  cuckoo_file_metadata meta;
+  return print_counts(load_cuckoo_file(args.target, args.run, meta), args);
 }
 
 int run_cuckoo_info(const info_args& args) {

@@ -39,6 +39,8 @@ bool is_cuckoo_file(const filter_file& file);
 
 /// create --cuckoo: an empty cuckoo filter sized for the capacity and fpp.
 int run_cuckoo_create(const create_args& args, const cuckoo_create_options& opts);
+/// `gbf query --counts` on a cuckoo file: each key's copies of its tag (CF.COUNT), a line each.
+int run_cuckoo_counts(const query_args& args);
 /// add to a cuckoo file: every key or none (filter_full leaves the file as it was).
 /// The caller holds the output lock.
 int run_cuckoo_add(const add_args& args, bool unique);

@@ -348,7 +348,15 @@ int main(int argc, char** argv) {
   query_cmd->add_flag("--row-numbers", query.row_numbers, "With --select: print 0-based row numbers instead of keys")
       ->needs(select_opt);
   count_opt->excludes(select_opt);
-  query_cmd->add_flag("--verify", query.verify, "Recompute every answer on the CPU; exit 1 on a mismatch");
+  CLI::Option* counts_opt = query_cmd
+      ->add_flag("--counts", query.counts,
+                 "Counting and cuckoo filters: print each key's approximate count, one per line "
+                 "(the smallest of its counters; a cuckoo filter's copies of its tag, CF.COUNT)")
+      ->excludes(count_opt)
+      ->excludes(select_opt)
+      ->excludes(out_opt);
+  query_cmd->add_flag("--verify", query.verify, "Recompute every answer on the CPU; exit 1 on a mismatch")
+      ->excludes(counts_opt);
   add_run_options(query_cmd, query.run);
   add_wait_flag(query_cmd, query.run);
   query_cmd->final_callback([&] { command = [&] { return run_query(query); }; });

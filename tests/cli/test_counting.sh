@@ -29,6 +29,17 @@ expect_err "counting filter"
 expect_rc 0 "$GBF" add c.gbf k.u64 --keys-format u64 --backend cpu
 expect_rc 0 "$GBF" query c.gbf k.u64 --keys-format u64 --count --backend cpu
 expect_out 1000
+# --counts: each key's smallest counter, a line each in key order.
+printf 'a\nb\na\n' > twice.txt
+printf 'a\nb\nzz\n' > asked.txt
+expect_rc 0 "$GBF" create --counting --capacity 100 -o ct.gbf -q --backend cpu
+expect_rc 0 "$GBF" add ct.gbf twice.txt -q --backend cpu
+expect_rc 0 "$GBF" query ct.gbf asked.txt --counts -q --backend cpu
+expect_out "$(printf '2\n1\n0')"
+expect_rc 2 "$GBF" query ct.gbf asked.txt --counts --verify
+expect_rc 0 "$GBF" create --capacity 100 -o plain.gbf -q
+expect_rc 2 "$GBF" query plain.gbf asked.txt --counts
+expect_err "--counts is for counting and cuckoo filters"
 expect_rc 0 "$GBF" remove c.gbf first.u64 --keys-format u64 --backend cpu
 expect_out "400 keys removed, 0 refused (not present)"
 expect_rc 0 "$GBF" query c.gbf first.u64 --keys-format u64 --count --backend cpu

@@ -32,6 +32,14 @@ expect_err "1,000 inserted"
 expect_err "0 mismatches, 0 false negatives"
 expect_rc 0 "$GBF" query c.gbf k.u64 --keys-format u64 --count --verify
 expect_out 1000
+# --counts: CF.COUNT per key, one line each in key order (a repeated add holds two copies).
+printf 'a\nb\na\n' > twice.txt
+printf 'a\nb\nzz\n' > asked.txt
+expect_rc 0 "$GBF" create --cuckoo --capacity 100 -o ct.gbf -q
+expect_rc 0 "$GBF" add ct.gbf twice.txt -q
+expect_rc 0 "$GBF" query ct.gbf asked.txt --counts -q
+expect_out "$(printf '2\n1\n0')"
+expect_rc 2 "$GBF" query ct.gbf asked.txt --counts --count
 # merge: B's tags inserted into A's table (the keys of both, repeats held twice).
 expect_rc 0 "$GBF" create --cuckoo --capacity 2000 --fpp 0.001 -o cb.gbf -q
 expect_rc 0 "$GBF" add cb.gbf next600.u64 --keys-format u64 -q
