@@ -48,3 +48,16 @@ def backends():
     """The backends this machine can run: cpu always, gpu when one is usable."""
     available, _ = gbf.gpu_status()
     return ["cpu", "gpu"] if available else ["cpu"]
+
+
+class DLPackOnly:
+    """An array seen only through DLPack (neither NumPy, CuPy nor torch to gbf)."""
+
+    def __init__(self, array):
+        self._array = array
+
+    def __dlpack__(self, **kwargs):
+        return self._array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._array.__dlpack_device__()

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import gbf
+from conftest import DLPackOnly
 
 gpu_available, gpu_reason = gbf.gpu_status()
 
@@ -66,17 +67,6 @@ def test_cupy_keys_stay_on_the_device(cupy, dtype):
     assert np.array_equal(cupy.asnumpy(is_new) & expected, np.zeros_like(expected))
 
 
-class DLPackOnly:
-    """A device array seen only through DLPack (neither CuPy nor torch to gbf)."""
-
-    def __init__(self, array):
-        self._array = array
-
-    def __dlpack__(self, **kwargs):
-        return self._array.__dlpack__(**kwargs)
-
-    def __dlpack_device__(self):
-        return self._array.__dlpack_device__()
 
 
 def test_dlpack_device_keys(cupy):

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 
 import gbf
+from conftest import DLPackOnly
 
 
 @pytest.fixture
@@ -88,16 +89,6 @@ def test_buffer_protocol_and_array_interface(f):
 
 
 def test_dlpack_cpu_tensor(f):
-    class DLPackOnly:
-        def __init__(self, a):
-            self._a = a
-
-        def __dlpack__(self, **kwargs):
-            return self._a.__dlpack__(**kwargs)
-
-        def __dlpack_device__(self):
-            return self._a.__dlpack_device__()
-
     keys = np.arange(100, dtype=np.uint64)
     f.add(DLPackOnly(keys))
     assert f.contains(keys).all()
