@@ -2,6 +2,7 @@
 #include "gbf/block_bits.hpp"
 
 #include <algorithm>
+#include <mutex>
 #include <new>
 #include <string>
 #include <utility>
@@ -32,29 +33,23 @@ constexpr std::uint32_t digit_mask = (1u << digit_bits) - 1;
                          bytes);
 }
 
-/// The hashes of the batch's non-null keys, ordered by block: an LSD radix sort
-/// on block_index(h, num_blocks), which needs only as many 11-bit passes as the
-/// largest index has bits (none for one block). Stable, so equal blocks keep
-/// batch order (which no caller needs, but it makes the output deterministic).
-std::vector<std::uint64_t> hashes_by_block(const key_batch& keys, const layout& l) {
-  std::vector<std::uint64_t> hashes;
-  std::vector<std::uint64_t> scratch;
-  std::vector<std::size_t> counts;
-  const std::uint64_t valid = detail::count_valid(keys);
-  try {
-    hashes.reserve(valid);
-    scratch.resize(valid);
-    counts.resize(std::size_t{1} << digit_bits);
-  } catch (const std::bad_alloc&) {
-    out_of_memory(add_what, 2 * valid * sizeof(std::uint64_t));
-  }
-  detail::cpu::with_hashes(keys, l.seed, [&](auto hash_of) {
-    for (std::size_t i = 0; i < keys.count; ++i)
-      if (detail::key_valid(keys.validity, keys.validity_bit, i)) hashes.push_back(hash_of(i));
-  });
-
+/// Orders `hashes` by block: an LSD radix sort on block_index(h, num_blocks),
+/// which needs only as many 11-bit passes as the largest index has bits (none
+/// for one block). Stable, so equal blocks keep add order (which no caller
+/// needs, but it makes the output deterministic). allocation_error, with the
+/// hashes as they were, when the scratch cannot be had.
+void sort_by_block(std::vector<std::uint64_t>& hashes, const layout& l) {
   unsigned index_bits = 0;
   while (index_bits < 64 && (l.num_blocks - 1) >> index_bits != 0) ++index_bits;
+  if (index_bits == 0) return;
+  std::vector<std::uint64_t> scratch;
+  std::vector<std::size_t> counts;
+  try {
+    scratch.resize(hashes.size());
+    counts.resize(std::size_t{1} << digit_bits);
+  } catch (const std::bad_alloc&) {
+    out_of_memory("block_bits", hashes.size() * sizeof(std::uint64_t));
+  }
   for (unsigned shift = 0; shift < index_bits; shift += digit_bits) {
     const auto digit = [&](std::uint64_t h) {
       return static_cast<std::size_t>((block_index(h, l.num_blocks) >> shift) & digit_mask);
@@ -66,7 +61,6 @@ std::vector<std::uint64_t> hashes_by_block(const key_batch& keys, const layout& 
     for (const std::uint64_t h : hashes) scratch[counts[digit(h)]++] = h;
     hashes.swap(scratch);
   }
-  return hashes;
 }
 
 /// Appends one block index and W words for each run of equal blocks in `sorted`
@@ -156,6 +150,59 @@ block_bits block_bits::from_blocks(const gbf::layout& l, std::vector<std::uint32
   return bits;
 }
 
+block_bits::block_bits(const block_bits& other) : layout_(other.layout_) {
+  const std::lock_guard<std::mutex> lock(other.pending_mutex_);
+  blocks_ = other.blocks_;
+  words_ = other.words_;
+  pending_ = other.pending_;
+  keys_added_ = other.keys_added_;
+}
+
+block_bits& block_bits::operator=(const block_bits& other) {
+  if (&other != this) *this = block_bits(other);
+  return *this;
+}
+
+block_bits::block_bits(block_bits&& other) noexcept
+    : layout_(other.layout_),
+      blocks_(std::move(other.blocks_)),
+      words_(std::move(other.words_)),
+      pending_(std::move(other.pending_)),
+      keys_added_(std::exchange(other.keys_added_, 0)) {
+  other.blocks_.clear();
+  other.words_.clear();
+  other.pending_.clear();
+}
+
+block_bits& block_bits::operator=(block_bits&& other) noexcept {
+  if (&other != this) {
+    layout_ = other.layout_;
+    blocks_ = std::move(other.blocks_);
+    words_ = std::move(other.words_);
+    pending_ = std::move(other.pending_);
+    keys_added_ = std::exchange(other.keys_added_, 0);
+    other.blocks_.clear();
+    other.words_.clear();
+    other.pending_.clear();
+  }
+  return *this;
+}
+
+const std::vector<std::uint32_t>& block_bits::blocks() const {
+  merge_pending();
+  return blocks_;
+}
+
+const std::vector<std::uint32_t>& block_bits::words() const {
+  merge_pending();
+  return words_;
+}
+
+std::uint64_t block_bits::size_bytes() const {
+  merge_pending();
+  return (blocks_.size() + words_.size()) * sizeof(std::uint32_t);
+}
+
 void block_bits::add_keys(const key_batch& keys) {
   const key_batch batch = detail::check_batch(add_what, keys);
   if (batch.count == 0) return;
@@ -163,7 +210,43 @@ void block_bits::add_keys(const key_batch& keys) {
     throw invalid_argument(std::string(add_what) +
                            ": the keys are in device memory; block_bits hashes host keys (copy them "
                            "to the host, or add them to a GPU filter)");
-  const std::vector<std::uint64_t> sorted = hashes_by_block(batch, layout_);
+  const std::uint64_t valid = detail::count_valid(batch);
+  const std::lock_guard<std::mutex> lock(pending_mutex_);
+  const std::size_t needed = pending_.size() + valid;
+  try {
+    // Doubling, as push_back would: one add's exact size would copy the
+    // pending hashes again on every small add.
+    if (needed > pending_.capacity()) pending_.reserve(std::max<std::size_t>(needed, 2 * pending_.capacity()));
+  } catch (const std::bad_alloc&) {
+    out_of_memory(add_what, needed * sizeof(std::uint64_t));
+  }
+  detail::cpu::with_hashes(batch, layout_.seed, [&](auto hash_of) {
+    for (std::size_t i = 0; i < batch.count; ++i)
+      if (detail::key_valid(batch.validity, batch.validity_bit, i)) pending_.push_back(hash_of(i));
+  });
+  keys_added_ = detail::saturating_add(keys_added_, valid);
+  // A merge costs O(blocks held + hashes pending); waiting until the hashes
+  // are as many as the blocks makes each key's share O(1), however small the
+  // batches. The wait costs 8 bytes a hash, no more than a block's 4 (1 + W).
+  if (pending_.size() >= blocks_.size()) {
+    try {
+      merge_pending_locked();
+    } catch (const allocation_error&) {
+      // The hashes stay pending, their bits still held; the next read retries
+      // the merge and reports the failure if memory is still short.
+    }
+  }
+}
+
+void block_bits::merge_pending() const {
+  const std::lock_guard<std::mutex> lock(pending_mutex_);
+  merge_pending_locked();
+}
+
+void block_bits::merge_pending_locked() const {
+  if (pending_.empty()) return;
+  sort_by_block(pending_, layout_);
+  const std::vector<std::uint64_t>& sorted = pending_;
   std::vector<std::uint32_t> new_blocks;
   std::vector<std::uint32_t> new_words;
   try {
@@ -182,12 +265,13 @@ void block_bits::add_keys(const key_batch& keys) {
       new_words.swap(words);
     }
   } catch (const std::bad_alloc&) {
-    out_of_memory(add_what, (blocks_.size() + sorted.size()) * (1 + layout_.words_per_block) *
-                                sizeof(std::uint32_t));
+    out_of_memory("block_bits", (blocks_.size() + sorted.size()) * (1 + layout_.words_per_block) *
+                                    sizeof(std::uint32_t));
   }
   blocks_ = std::move(new_blocks);
   words_ = std::move(new_words);
-  keys_added_ = detail::saturating_add(keys_added_, sorted.size());
+  pending_.clear();
+  pending_.shrink_to_fit();
 }
 
 void block_bits::merge(const block_bits& other) {

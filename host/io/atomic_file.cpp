@@ -325,7 +325,15 @@ atomic_file_sink::~atomic_file_sink() {
   unregister_cleanup(cleanup_slot_);
 }
 
+void atomic_file_sink::check_open(const char* call) const {
+  if (commit_called_)
+    throw invalid_argument("save '" + path_ + "': " + call + " after commit() " +
+                           (committed_ ? "(the file is saved already)"
+                                       : "failed (the target is as it was; write the file again with a new atomic_file)"));
+}
+
 void atomic_file_sink::write(const std::uint8_t* data, std::size_t n) {
+  check_open("write()");
   while (n > 0) {
     const ssize_t written = ::write(fd_, data, n);
     if (written < 0) {
@@ -338,6 +346,8 @@ void atomic_file_sink::write(const std::uint8_t* data, std::size_t n) {
 }
 
 void atomic_file_sink::commit() {
+  check_open("commit()");
+  commit_called_ = true;
   if (replaces_existing_) {
     // Owner first: chown clears the set-id bits that chmod then restores. A
     // process that may not give the file away (EPERM) leaves it its own, as

@@ -87,8 +87,11 @@ class atomic_file_sink final : public byte_sink {
   atomic_file_sink& operator=(const atomic_file_sink&) = delete;
   ~atomic_file_sink() override;
 
+  /// invalid_argument once commit() has been called (whether or not it succeeded).
   void write(const std::uint8_t* data, std::size_t n) override;
-  /// Makes the data durable, then atomically replaces the target with it.
+  /// Makes the data durable, then atomically replaces the target with it. Once
+  /// only: a second call throws invalid_argument, as does one after a failed
+  /// commit (which leaves the target as it was; write the file again).
   void commit();
   /// The file commit() replaces: `path` with its links followed.
   const std::string& target() const { return target_; }
@@ -97,6 +100,8 @@ class atomic_file_sink final : public byte_sink {
 
  private:
   [[noreturn]] void fail(const std::string& what) const;
+  /// invalid_argument for `call` once commit() has been called.
+  void check_open(const char* call) const;
   void open_named();
   void link_unnamed();
   void sync_directory() const;
@@ -108,6 +113,7 @@ class atomic_file_sink final : public byte_sink {
   int cleanup_slot_ = -1;  ///< Registration with remove_unfinished_files(), -1 when none.
   bool unnamed_ = false;
   bool committed_ = false;
+  bool commit_called_ = false;
   bool replaces_existing_ = false;  ///< The target exists: its mode and owner carry over.
   unsigned old_mode_ = 0;
   unsigned old_uid_ = 0;

@@ -21,12 +21,15 @@ class atomic_file {
   explicit atomic_file(const std::string& path);
   /// Without commit(): removes the temporary and leaves `path` as it was.
   ~atomic_file();
+  /// Moves; calls on the moved-from object throw invalid_argument until it is assigned to.
   atomic_file(atomic_file&&) noexcept;
   atomic_file& operator=(atomic_file&&) noexcept;
 
-  /// Appends `bytes` bytes; io_error on a write failure (disk full, ...).
+  /// Appends `bytes` bytes; io_error on a write failure (disk full, ...); invalid_argument
+  /// for null data or once commit() has been called.
   void write(const void* data, std::size_t bytes);
-  /// fsyncs the data, renames it over the target, fsyncs the directory; io_error on failure.
+  /// fsyncs the data, renames it over the target, fsyncs the directory; io_error on
+  /// failure (the target as it was). Once: invalid_argument when called again.
   void commit();
   /// The file commit() replaces: `path` with its links followed.
   const std::string& target() const;

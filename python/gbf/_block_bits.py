@@ -40,16 +40,22 @@ class BlockBits:
     The bits are exactly those Filter.add sets for the same keys and layout (keys read as
     Filter.add reads host keys, nulls skipped). Computed on the CPU, one thread.
     gbf.LayoutMismatch when merging bits of another layout.
+
+    Pieces added or united wait until they hold as many blocks as the bits do (or until
+    `blocks`, `words` or `nbytes` is read), then are united in one sort: a partition added
+    in many small batches costs O(keys log keys) in all, not a sort of everything per batch.
     """
 
-    __slots__ = ("layout", "blocks", "words", "keys_added")
+    __slots__ = ("layout", "keys_added", "_blocks", "_words", "_pending", "_pending_blocks")
 
     def __init__(self, layout: Layout, keys: Any = None) -> None:
         if not isinstance(layout, Layout) or layout.num_blocks is None:
             raise TypeError("BlockBits needs a gbf.Layout with num_blocks (e.g. some_filter.layout)")
         self.layout = layout
-        self.blocks = np.zeros(0, dtype=np.uint32)
-        self.words = np.zeros((0, layout.words_per_block), dtype=np.uint32)
+        self._blocks = np.zeros(0, dtype=np.uint32)
+        self._words = np.zeros((0, layout.words_per_block), dtype=np.uint32)
+        self._pending: list = []
+        self._pending_blocks = 0
         self.keys_added = 0
         layout.expected_fpr(0)  # gbf.InvalidArgument naming what is wrong with the layout
         if keys is not None:
@@ -60,6 +66,28 @@ class BlockBits:
         l = self.layout
         blocks, words, added = _core._block_bits(keys, l.words_per_block, l.bits_per_key, l.seed, l._blocks())
         self._unite(blocks, words.reshape(-1, l.words_per_block), added)
+
+    @property
+    def blocks(self) -> np.ndarray:
+        """Ascending, distinct indices (uint32) of the blocks with a bit set."""
+        self._unite_pending()
+        return self._blocks
+
+    @property
+    def words(self) -> np.ndarray:
+        """The words (uint32) of each of `blocks`, one row of words_per_block per block."""
+        self._unite_pending()
+        return self._words
+
+    def __getstate__(self) -> dict:
+        self._unite_pending()
+        return {"layout": self.layout, "blocks": self._blocks, "words": self._words, "keys_added": self.keys_added}
+
+    def __setstate__(self, state: dict) -> None:
+        self.layout = state["layout"]
+        self._blocks, self._words = state["blocks"], state["words"]
+        self.keys_added = state["keys_added"]
+        self._pending, self._pending_blocks = [], 0
 
     def __ior__(self, other: "BlockBits") -> "BlockBits":
         self._check(other)
@@ -78,11 +106,13 @@ class BlockBits:
     @property
     def nbytes(self) -> int:
         """Bytes of the indices and words: 4 (1 + W) per block."""
-        return int(self.blocks.nbytes + self.words.nbytes)
+        self._unite_pending()
+        return int(self._blocks.nbytes + self._words.nbytes)
 
     def __len__(self) -> int:
         """Blocks with a bit set."""
-        return len(self.blocks)
+        self._unite_pending()
+        return len(self._blocks)
 
     def to_filter(self, *, capacity: Optional[int] = None, fpp: Optional[float] = None,
                   backend: str = "auto") -> Filter:
@@ -102,10 +132,22 @@ class BlockBits:
             raise LayoutMismatch(f"cannot merge block bits of different layouts: {self.layout} and {other.layout}")
 
     def _unite(self, blocks: np.ndarray, words: np.ndarray, keys_added: int) -> None:
-        """self |= (blocks, words)."""
+        """self |= (blocks, words), which may wait in _pending (the arrays are not changed
+        later, so they are held as given)."""
         if len(blocks):
-            blocks, words = unite_blocks([self.blocks, blocks], [self.words, words]) if len(self.blocks) else \
-                (blocks, words)
-            self.blocks = np.ascontiguousarray(blocks, dtype=np.uint32)
-            self.words = np.ascontiguousarray(words, dtype=np.uint32)
+            self._pending.append((blocks, words))
+            self._pending_blocks += len(blocks)
+            # A union sorts everything it holds: waiting until the pieces are as large as
+            # the bits makes each block's share of the sorting O(log), however small the pieces.
+            if self._pending_blocks >= len(self._blocks):
+                self._unite_pending()
         self.keys_added += int(keys_added)
+
+    def _unite_pending(self) -> None:
+        if not self._pending:
+            return
+        pieces = ([(self._blocks, self._words)] if len(self._blocks) else []) + self._pending
+        blocks, words = unite_blocks([b for b, _ in pieces], [w for _, w in pieces])
+        self._blocks = np.ascontiguousarray(blocks, dtype=np.uint32)
+        self._words = np.ascontiguousarray(words, dtype=np.uint32)
+        self._pending, self._pending_blocks = [], 0

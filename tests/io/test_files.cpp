@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <vector>
 #include <string>
@@ -20,6 +21,18 @@ namespace gbf::test {
 namespace {
 
 bytes text(const std::string& s) { return bytes(s.begin(), s.end()); }
+
+/// The message of the invalid_argument `call` throws; another outcome says what it was instead.
+std::string misuse_message(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const invalid_argument& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("(not invalid_argument) ") + e.what();
+  }
+  return "(no error)";
+}
 
 TEST(AtomicFile, CommitReplacesTheTargetWithExactlyWhatWasWritten) {
   temp_dir dir;
@@ -57,6 +70,36 @@ TEST(AtomicFile, MovedFileCommitsOnce) {
   second.commit();
   EXPECT_EQ(read_all(path), text("abc"));
   EXPECT_EQ(second.target(), path);
+}
+
+TEST(AtomicFile, MisuseIsAnInvalidArgumentNotAnOsError) {
+  temp_dir dir;
+  const std::string path = dir.file("once.bin");
+  atomic_file first(path);
+  atomic_file second = std::move(first);
+  for (const auto& call : std::vector<std::function<void()>>{[&] { first.write("x", 1); },  // NOLINT(bugprone-use-after-move)
+                                                             [&] { first.commit(); },
+                                                             [&] { (void)first.target(); }})
+    EXPECT_NE(misuse_message(call).find("moved from"), std::string::npos);
+  EXPECT_NE(misuse_message([&] { second.write(nullptr, 3); }).find("null"), std::string::npos);
+  second.write("abc", 3);
+  second.commit();
+  EXPECT_NE(misuse_message([&] { second.write("d", 1); }).find("write() after commit() (the file is saved"),
+            std::string::npos);
+  EXPECT_NE(misuse_message([&] { second.commit(); }).find("commit() after commit()"), std::string::npos);
+  EXPECT_EQ(read_all(path), text("abc"));
+
+  // A commit that fails (its directory is gone: the unnamed temporary cannot be
+  // linked there) cannot be retried or written on: the caller starts over.
+  const std::string sub = dir.file("sub");
+  ASSERT_EQ(::mkdir(sub.c_str(), 0755), 0);
+  atomic_file doomed(sub + "/out.bin");
+  doomed.write("abc", 3);
+  if (::rmdir(sub.c_str()) != 0) GTEST_SKIP() << "named temporaries (GBF_TEMP_FILES=named or no O_TMPFILE) keep the directory";
+  EXPECT_THROW(doomed.commit(), io_error);
+  EXPECT_NE(misuse_message([&] { doomed.commit(); }).find("commit() after commit() failed"),
+            std::string::npos);
+  EXPECT_THROW(doomed.write("d", 1), invalid_argument);
 }
 
 TEST(AtomicFile, MissingDirectoryIsAnIoErrorNamingThePath) {
