@@ -146,7 +146,7 @@ int run_cuckoo_add(const add_args& args, bool unique) {
     if (args.verify) {
       bool* hits = room_for(found, found_room, chunk.size());
       on_keys(chunk, [&](const auto&... keys) { f.contains(keys..., hits); });
-      mismatches += on_keys(chunk, [&](const auto&... keys) { return f.verify_contains(keys..., hits); });
+      mismatches += on_keys(chunk, [&](const auto&... keys) { return f.verify_contains(keys..., hits).mismatches; });
       if (r.failed == 0)
         for (std::size_t i = 0; i < chunk.size(); ++i) false_negatives += !hits[i];
     }
@@ -255,7 +255,7 @@ int run_cuckoo_query(const query_args& args) {
     bool* answer = room_for(found, found_room, chunk.size());
     on_keys(chunk, [&](const auto&... keys) { f.contains(keys..., answer); });
     if (args.verify)
-      mismatches += on_keys(chunk, [&](const auto&... keys) { return f.verify_contains(keys..., answer); });
+      mismatches += on_keys(chunk, [&](const auto&... keys) { return f.verify_contains(keys..., answer).mismatches; });
     if (out) out->write(answer, chunk.size());
     if (args.select) print_selected(chunk, answer, bar.done(), args.row_numbers);
     for (std::size_t i = 0, n = chunk.size(); i < n; ++i) hits += answer[i];

@@ -2,6 +2,7 @@
 #include "host/backend.hpp"
 
 #include <cstdio>
+#include <string>
 
 #include "gbf/error.hpp"
 
@@ -24,7 +25,23 @@ void require_sync(const call_options& call) {
                         " needs the GPU backend, but this filter lives on the CPU");
 }
 
+void check_listed(cpu_simd simd) {
+  switch (simd) {
+    case cpu_simd::automatic:
+    case cpu_simd::scalar:
+    case cpu_simd::avx2:
+    case cpu_simd::avx512: return;
+  }
+  throw invalid_argument("options::simd = " + std::to_string(static_cast<int>(simd)) +
+                         " is not a gbf::cpu_simd (automatic, scalar, avx2 or avx512)");
+}
+
 backend resolve(const options& opts, std::string* reason) {
+  // One value outside an enum's list must not pick a branch silently.
+  check_listed(opts.simd);
+  if (opts.where != backend::cpu && opts.where != backend::gpu && opts.where != backend::automatic)
+    throw invalid_argument("options::where = " + std::to_string(static_cast<int>(opts.where)) +
+                           " is not a gbf::backend (cpu, gpu or automatic)");
   if (opts.where != backend::automatic) return opts.where;
   const gpu_status gpu = query_gpu();
   if (gpu.available) {

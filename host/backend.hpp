@@ -13,12 +13,17 @@ namespace gbf::detail {
 /// Word-wise operation of merge (union), intersect and symmetric_difference.
 enum class set_op { union_or, intersect_and, symmetric_xor };
 
+/// Throws invalid_argument when `simd` is none of cpu_simd's values (an enum holds
+/// any value of its type: a cast, an uninitialised field, a bad FFI call).
+void check_listed(cpu_simd simd);
+
 /// Throws wrong_backend naming `what` when an _async call reaches a CPU filter.
 void require_sync(const call_options& call);
 
 /// The backend `opts` asks for: cpu, gpu, or (automatic) the GPU when
 /// query_gpu() finds one, else the CPU; for automatic, `reason` receives why
 /// ("auto: no GPU (no CUDA driver)"); an explicit choice leaves it untouched.
+/// invalid_argument when opts.where or opts.simd is none of its enum's values.
 backend resolve(const options& opts, std::string* reason);
 
 /// place() with the choice made: `resolved` and `reason` as resolve() gave them for a

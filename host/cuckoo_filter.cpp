@@ -212,6 +212,10 @@ void cuckoo_filter::add_all(const key_batch& keys, const call_options& call) {
 cuckoo_add_report cuckoo_filter::add_keys(const key_batch& keys, cuckoo_status* status,
                                           const cuckoo_add_options& how,
                                           const call_options& call) {
+  if (how.placement != cuckoo_placement::fastest && how.placement != cuckoo_placement::deterministic)
+    throw invalid_argument(std::string(call.what) + ": cuckoo_add_options::placement = " +
+                           std::to_string(static_cast<unsigned>(how.placement)) +
+                           " is not a cuckoo_placement (fastest or deterministic)");
   const key_batch batch = detail::check_batch(call.what, keys);
   if (status != nullptr) detail::check_results(call.what, batch, status);
   if (batch.count == 0 && !call.async) return {};
@@ -250,13 +254,13 @@ std::uint64_t cuckoo_filter::select_keys(const key_batch& keys, std::uint64_t* r
   return detail::checked_select(impl(), keys, rows, device_count, call);
 }
 
-std::uint64_t cuckoo_filter::verify_keys(const key_batch& keys, const bool* found) const {
+verify_report cuckoo_filter::verify_keys(const key_batch& keys, const bool* found) const {
   return detail::verify_answers(keys, found, [&](const key_batch& host_keys, bool* expected) {
     // The CPU twin with the portable probe.
     auto cpu = detail::make_cpu_cuckoo(layout_, max_kicks_, detail::scalar_twin_options(), nullptr);
     detail::copy_backend_words(impl(), *cpu, layout_.num_words());
     cpu->contains(host_keys, expected, {"verify_contains", nullptr, false});
-  }).mismatches;
+  });
 }
 
 void cuckoo_filter::clear() { impl().clear(); }

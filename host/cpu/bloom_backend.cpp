@@ -134,9 +134,10 @@ cpu_isa pick_cpu_isa(cpu_simd requested) {
             "cpu_simd::automatic, cpu_simd::avx2 or cpu_simd::scalar");
       return cpu_isa::avx512;
     case cpu_simd::automatic:
-    default:
       return cpu_has_avx512() ? cpu_isa::avx512 : cpu_has_avx2() ? cpu_isa::avx2 : cpu_isa::scalar;
   }
+  check_listed(requested);  // throws: the value is none of the above
+  return cpu_isa::scalar;
 }
 
 }  // namespace detail::cpu

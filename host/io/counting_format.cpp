@@ -42,6 +42,7 @@ constexpr std::uint32_t counting_revision = 1;
 
 /// The kind's fields of `f`, recording `fpp`.
 field_writer counting_fields(const counting_filter& f, double fpp) {
+  f.where();  // a moved-from filter throws invalid_argument, as its other calls do, not stale fields
   const layout& l = f.layout();
   field_writer fields;
   fields.u32(l.words_per_block);

@@ -40,6 +40,7 @@ constexpr std::uint32_t cuckoo_revision = 1;
 
 /// The kind's fields of `f`, recording `fpp`.
 field_writer cuckoo_fields(const cuckoo_filter& f, double fpp) {
+  f.where();  // a moved-from filter throws invalid_argument, as its other calls do, not stale fields
   const cuckoo_layout& l = f.layout();
   const cuckoo_totals t = f.totals();
   field_writer fields;

@@ -81,6 +81,7 @@ void write_native(const filter& f, double fpp, byte_sink& out) {
 }
 
 std::size_t native_size(const filter& f) {
+  f.where();  // a moved-from filter throws invalid_argument, as its other calls do, not a stale size
   return header_bytes + f.layout().size_bytes() + checksum_bytes;
 }
 

@@ -128,6 +128,7 @@ layout parquet_compatible_layout(std::uint64_t capacity, double fpp) {
 }
 
 std::vector<std::uint8_t> to_parquet_sbbf(const filter& f, bool with_header) {
+  f.where();  // a moved-from filter: "moved from", not a complaint about its stale layout
   check_parquet_exportable("to_parquet_sbbf", f.layout());
   vector_sink out(f.layout().size_bytes() + (with_header ? 32 : 0));
   write_parquet(f, with_header, out);
@@ -142,6 +143,7 @@ filter from_parquet_sbbf(const std::uint8_t* data, std::size_t size, bool with_h
 }
 
 void save_parquet_sbbf(const filter& f, const std::string& path, bool with_header) {
+  f.where();  // as to_parquet_sbbf
   check_parquet_exportable("save_parquet_sbbf", f.layout());
   atomic_file_sink out(path);
   write_parquet(f, with_header, out);

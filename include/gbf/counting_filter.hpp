@@ -301,8 +301,9 @@ class counting_filter {
 
   /// Sets every counter to zero (keeps layout and capacity; resets the key counts).
   void clear();
-  /// this += other, counter by counter, saturating. Throws layout_mismatch when the
-  /// layouts or counter widths differ.
+  /// this += other, counter by counter, saturating; key counts add. A multiset sum, so
+  /// f.merge(f) holds each key twice (the set kinds' merge with itself changes nothing).
+  /// Throws layout_mismatch when the layouts or counter widths differ.
   void merge(const counting_filter& other);
   /// this = min(this, other), counter by counter: a key counted in both stays present
   /// (its projection is the AND of the two projections), so a key multiset's

@@ -44,6 +44,7 @@
 #include "gbf/cuckoo_layout.hpp"
 #include "gbf/error.hpp"
 #include "gbf/keys.hpp"
+#include "gbf/verify.hpp"
 
 namespace gbf {
 
@@ -346,14 +347,14 @@ class cuckoo_filter {
   }
 
   /// Recomputes `found` (answers for `keys`, host or device memory) on the CPU
-  /// from a host copy of the table; returns how many disagree.
+  /// from a host copy of the table; the report says how many disagree and the first.
   template <class Key>
-  std::uint64_t verify_contains(const Key* keys, std::size_t n, const bool* found) const {
+  verify_report verify_contains(const Key* keys, std::size_t n, const bool* found) const {
     return verify_keys(detail::erase(keys, n), found);
   }
   /// verify_contains for string keys.
   template <class Offset>
-  std::uint64_t verify_contains(const string_keys<Offset>& keys, const bool* found) const {
+  verify_report verify_contains(const string_keys<Offset>& keys, const bool* found) const {
     return verify_keys(detail::erase(keys), found);
   }
 
@@ -363,7 +364,8 @@ class cuckoo_filter {
   /// Empties the table (keeps layout, capacity and max_kicks; zeroes the counters).
   void clear();
   /// this += other: every tag of `other` inserted into this table, so this holds both
-  /// filters' keys (a multiset union: a key in both is held twice). A key's two buckets
+  /// filters' keys (a multiset union: a key in both is held twice, and f.merge(f) holds
+  /// each of its keys twice, reading the tags as they were). A key's two buckets
   /// and its tag depend only on the key and the layout, so a tag moves between equal
   /// layouts without its key. Deterministic (the same table on CPU and GPU); the key
   /// counts add up (the other's evictions and failed inserts stay its own). Throws
@@ -398,7 +400,7 @@ class cuckoo_filter {
                    const detail::call_options& call) const;
   std::uint64_t select_keys(const detail::key_batch& keys, std::uint64_t* rows,
                             std::uint64_t* device_count, const detail::call_options& call) const;
-  std::uint64_t verify_keys(const detail::key_batch& keys, const bool* found) const;
+  verify_report verify_keys(const detail::key_batch& keys, const bool* found) const;
   friend struct detail::filter_access;
 
   cuckoo_layout layout_;

@@ -38,6 +38,7 @@
 #include "gbf/keys.hpp"
 #include "gbf/layout.hpp"
 #include "gbf/sizing.hpp"
+#include "gbf/verify.hpp"
 
 namespace gbf {
 
@@ -59,14 +60,6 @@ struct filter_stats {
   /// capacity beyond the estimate's noise, so the FPR is climbing past its target.
   /// Raised at 1.1x capacity and not at 0.9x from ~10^3 keys at fpp <= 0.01, 10^4 up to 0.3.
   bool over_capacity = false;
-};
-
-/// Outcome of recomputing a batch's answers on the CPU.
-struct verify_report {
-  std::uint64_t keys_checked = 0;
-  std::uint64_t mismatches = 0;
-  std::uint64_t first_mismatch = 0;  ///< Index of the first mismatch (valid when mismatches > 0).
-  bool ok() const { return mismatches == 0; }
 };
 
 namespace detail {
@@ -257,7 +250,9 @@ class filter {
 
   /// Sets every bit to zero (keeps layout and capacity; resets keys_added).
   void clear();
-  /// this |= other (union). Throws layout_mismatch when the layouts differ.
+  /// this |= other (union); keys_added sums (overlap counts twice: the bits cannot tell),
+  /// except that f.merge(f) changes nothing (x | x = x, the same keys; so for every set
+  /// kind: filter, block_bits, scaling_filter). Throws layout_mismatch when the layouts differ.
   void merge(const filter& other);
   /// this |= bits (keys' bits gathered without a filter, gbf/block_bits.hpp); keys_added
   /// adds bits.keys_added(). Costs the bits' bytes, not the filter's (on the GPU: copied

@@ -275,7 +275,8 @@ class scaling_filter {
   /// none); otherwise throws filter_full and changes nothing, since an overfull level
   /// would break the FPR promise. Levels only `other` has are copied. A merge that
   /// fails later (memory, CUDA) changes no level or count, though an interrupted OR may
-  /// have set bits (false positives only).
+  /// have set bits (false positives only). Merging a chain into itself changes nothing
+  /// and is not refused (x | x = x, its keys its own); a copy of it is another chain.
   void merge(const scaling_filter& other);
 
   /// Level occupancy, compound FPR and the BF.INFO fields.

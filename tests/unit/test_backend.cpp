@@ -10,7 +10,11 @@
 
 #include "tests/support.hpp"
 #include "gbf/backend.hpp"
+#include "gbf/counting_filter.hpp"
+#include "gbf/cuckoo_filter.hpp"
 #include "gbf/error.hpp"
+#include "gbf/filter.hpp"
+#include "gbf/scaling_filter.hpp"
 #include "host/backend.hpp"
 #include "host/bloom_backend.hpp"
 #include "host/keys.hpp"
@@ -160,6 +164,35 @@ TEST(Place, TheCpuIsTakenAsResolvedWithTheReason) {
     EXPECT_EQ(p.gpu_tries, 0);
     EXPECT_EQ(p.description, reason.empty() ? "CPU" : "CPU; " + reason);
   }
+}
+
+TEST(Backend, ValuesOutsideAnEnumsListAreRefusedByEveryKind) {
+  // An enum holds any value of its type (a cast, an uninitialised field, an FFI
+  // call); such a value must not silently pick a backend or a kernel.
+  options bad_where = test::on_cpu(1);
+  bad_where.where = static_cast<backend>(77);
+  options bad_simd = test::on_cpu(1);
+  bad_simd.simd = static_cast<cpu_simd>(77);
+  EXPECT_EQ(message_of([&] { resolve(bad_where, nullptr); }),
+            "options::where = 77 is not a gbf::backend (cpu, gpu or automatic)");
+  EXPECT_EQ(message_of([&] { resolve(bad_simd, nullptr); }),
+            "options::simd = 77 is not a gbf::cpu_simd (automatic, scalar, avx2 or avx512)");
+  const layout l = test::layout_of(8, 8, 64);
+  for (const options& bad : {bad_where, bad_simd}) {
+    EXPECT_THROW(filter(l, bad), invalid_argument);
+    EXPECT_THROW(counting_filter(l, bad), invalid_argument);
+    EXPECT_THROW(scaling_filter::create(1000, 0.01, {}, bad), invalid_argument);
+    EXPECT_THROW(cuckoo_filter::create(1000, 0.01, bad), invalid_argument);
+  }
+
+  cuckoo_filter cuckoo = cuckoo_filter::create(1000, 0.01, test::on_cpu(1));
+  const std::uint64_t keys[] = {1, 2, 3};
+  cuckoo_status status[3];
+  cuckoo_add_options how;
+  how.placement = static_cast<cuckoo_placement>(9);
+  EXPECT_EQ(message_of([&] { cuckoo.add(keys, 3, status, how); }),
+            "add: cuckoo_add_options::placement = 9 is not a cuckoo_placement (fastest or deterministic)");
+  EXPECT_EQ(cuckoo.stats().occupied_slots, 0u);
 }
 
 TEST(Backend, NamesAreShort) {

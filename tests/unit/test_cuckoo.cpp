@@ -657,7 +657,12 @@ TEST(CuckooKeys, PortableAndAvx2ProbesGiveTheSameAnswers) {
     scalar.approximate_count(probes.data(), probes.size(), ca.data());
     avx2.approximate_count(probes.data(), probes.size(), cb.data());
     EXPECT_EQ(ca, cb);
-    EXPECT_EQ(avx2.verify_contains(probes.data(), probes.size(), b.get()), 0u);
+    EXPECT_EQ(avx2.verify_contains(probes.data(), probes.size(), b.get()).mismatches, 0u);
+    b[7] = !b[7];  // one wrong answer: the report names it
+    const verify_report wrong = avx2.verify_contains(probes.data(), probes.size(), b.get());
+    EXPECT_EQ(wrong.keys_checked, probes.size());
+    EXPECT_EQ(wrong.mismatches, 1u);
+    EXPECT_EQ(wrong.first_mismatch, 7u);
   }
 }
 
