@@ -243,6 +243,14 @@ class cuckoo_filter {
                        stream_t stream = nullptr) const {
     return select_keys(detail::erase(keys, n), row_indices, nullptr, {"select", stream, false});
   }
+  /// Null-aware select: `validity` is an Arrow bitmap in the keys' memory space; null
+  /// keys are never selected.
+  template <class Key>
+  std::uint64_t select(const Key* keys, std::size_t n, const std::uint8_t* validity,
+                       std::uint64_t* row_indices, stream_t stream = nullptr) const {
+    return select_keys(detail::erase(keys, n, validity), row_indices, nullptr,
+                       {"select", stream, false});
+  }
 
   // ---- Stream-ordered integer calls (GPU backend, device memory; else wrong_backend)
 
@@ -278,11 +286,13 @@ class cuckoo_filter {
     copies_keys(detail::erase(device_keys, n), device_copies,
                 {"approximate_count_async", stream, true});
   }
-  /// Stream-ordered select: indices to `device_row_indices`, their number to `device_count`.
+  /// Stream-ordered select: indices to `device_row_indices`, their number to `device_count`;
+  /// `device_validity` (may be null) is an Arrow bitmap in device memory.
   template <class Key>
   void select_async(const Key* device_keys, std::size_t n, std::uint64_t* device_row_indices,
-                    std::uint64_t* device_count, stream_t stream) const {
-    select_keys(detail::erase(device_keys, n), device_row_indices, device_count,
+                    std::uint64_t* device_count, stream_t stream,
+                    const std::uint8_t* device_validity = nullptr) const {
+    select_keys(detail::erase(device_keys, n, device_validity), device_row_indices, device_count,
                 {"select_async", stream, true});
   }
 

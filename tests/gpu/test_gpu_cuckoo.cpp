@@ -201,6 +201,15 @@ TEST_F(GpuCuckoo, DeviceKeysAsyncCallsAndCountersMatchTheHostCalls) {
   gr.resize(g.select(probes.data(), probes.size(), gr.data()));
   cr.resize(c.select(probes.data(), probes.size(), cr.data()));
   EXPECT_EQ(gr, cr);
+  // Null-aware, host keys through the pipeline: every fifth key null.
+  std::vector<std::uint8_t> validity((probes.size() + 7) / 8, 0xff);
+  for (std::size_t i = 0; i < probes.size(); i += 5) validity[i / 8] &= static_cast<std::uint8_t>(~(1u << (i % 8)));
+  gr.assign(probes.size(), 0);
+  cr.assign(probes.size(), 0);
+  gr.resize(g.select(probes.data(), probes.size(), validity.data(), gr.data()));
+  cr.resize(c.select(probes.data(), probes.size(), validity.data(), cr.data()));
+  EXPECT_EQ(gr, cr);
+  EXPECT_TRUE(std::none_of(gr.begin(), gr.end(), [](std::uint64_t row) { return row % 5 == 0; }));
 }
 
 TEST_F(GpuCuckoo, PastCapacityEveryKeyReportedInsertedIsPresent) {

@@ -625,6 +625,19 @@ TEST(CuckooKeys, SelectReturnsTheAscendingRowsContainsFinds) {
     if (found[i]) expected.push_back(i);
   rows.resize(n);
   EXPECT_EQ(rows, expected);
+
+  // Null-aware: every third key null, the others selected as without a bitmap.
+  std::vector<std::uint8_t> validity((probes.size() + 7) / 8, 0);
+  std::vector<std::uint64_t> expected_valid;
+  for (std::size_t i = 0; i < probes.size(); ++i) {
+    if (i % 3 == 0) continue;
+    validity[i / 8] |= static_cast<std::uint8_t>(1u << (i % 8));
+    if (found[i]) expected_valid.push_back(i);
+  }
+  std::vector<std::uint64_t> valid_rows(probes.size());
+  valid_rows.resize(f.select(probes.data(), probes.size(), validity.data(), valid_rows.data()));
+  EXPECT_EQ(valid_rows, expected_valid);
+  EXPECT_EQ(f.select(probes.data(), probes.size(), static_cast<const std::uint8_t*>(nullptr), valid_rows.data()), n);
 }
 
 // The cuckoo filter has no AVX-512 kernel: an AVX-512 request runs its AVX2 one,
