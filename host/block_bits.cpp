@@ -280,12 +280,15 @@ void block_bits::merge(const block_bits& other) {
                           detail::layout_differences(layout_, other.layout_) +
                           "): " + to_string(layout_) + " vs " + to_string(other.layout_));
   if (&other == this) return;  // x | x = x; keys_added stays, as filter::merge(self) keeps it
+  // The other's pending hashes are its bits too (its reads merge them); ours may stay pending.
+  const std::vector<std::uint32_t>& other_blocks = other.blocks();
+  const std::vector<std::uint32_t>& other_words = other.words();
   std::vector<std::uint32_t> blocks;
   std::vector<std::uint32_t> words;
   try {
-    merge_sorted(layout_.words_per_block, blocks_, words_, other.blocks_, other.words_, blocks, words);
+    merge_sorted(layout_.words_per_block, blocks_, words_, other_blocks, other_words, blocks, words);
   } catch (const std::bad_alloc&) {
-    out_of_memory("block_bits::merge", (blocks_.size() + other.blocks_.size()) *
+    out_of_memory("block_bits::merge", (blocks_.size() + other_blocks.size()) *
                                            (1 + layout_.words_per_block) * sizeof(std::uint32_t));
   }
   blocks_ = std::move(blocks);

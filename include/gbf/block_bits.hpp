@@ -63,7 +63,9 @@ class block_bits {
     add_keys(detail::erase(keys));
   }
   /// this |= other; keys_added sums, except that bits merged into themselves stay as
-  /// they were (x | x = x, as filter::merge). Throws layout_mismatch when the layouts differ.
+  /// they were (x | x = x, as filter::merge). O(blocks of both): merge many parts as a
+  /// tree (pairs, then pairs of those), not one by one into a growing whole. Throws
+  /// layout_mismatch when the layouts differ.
   void merge(const block_bits& other);
 
   /// The layout the bits belong to.

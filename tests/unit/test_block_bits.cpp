@@ -201,6 +201,23 @@ TEST(BlockBits, AMovedFromObjectIsEmptyAndUsableAndACopyIsIndependent) {
   EXPECT_EQ(copy.keys_added(), 2000u);
 }
 
+TEST(BlockBits, MergingBitsWhoseLastKeysStillWaitAsHashesMergesThoseKeysToo) {
+  const layout l = gbf::test::layout_of(4, 8, 3000, 2);
+  const auto keys = random_keys(2000, 14);
+  block_bits whole(l);
+  whole.add(keys.data(), keys.size());
+  block_bits waiting(l);
+  waiting.add(keys.data(), 1500);
+  waiting.add(keys.data() + 1500, 500);  // 500 hashes, fewer than the blocks held: pending
+  block_bits into(l);
+  into.merge(waiting);
+  EXPECT_EQ(into.blocks(), whole.blocks());
+  EXPECT_EQ(into.words(), whole.words());
+  gbf::filter f(l, on_cpu(1));
+  f.merge(waiting);
+  EXPECT_EQ(nonzero_blocks(l, f.words()).words, whole.words());
+}
+
 TEST(BlockBits, MergingIntoAFilterOrsTheBitsAndAddsTheCount) {
   for (layout geometry : gbf::test::all_geometries()) {
     const layout l = with_blocks(geometry, 3001);
