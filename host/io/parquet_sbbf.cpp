@@ -40,7 +40,8 @@ void write_parquet(const filter& f, bool with_header, byte_sink& out) {
   detail::write_words(f, out, nullptr);
 }
 
-/// `inner` with the bytes already read from it (`head`) put back in front.
+/// `inner` with the bytes already read from it (`head`) put back in front; it
+/// remembers the last 4 bytes read (`ends_with_parquet_magic`).
 class replay_source final : public byte_source {
  public:
   replay_source(byte_source& inner, const std::uint8_t* head, std::size_t head_bytes)
@@ -49,16 +50,29 @@ class replay_source final : public byte_source {
     const std::size_t from_head = std::min(n, head_bytes_ - position_);
     if (from_head > 0) std::memcpy(dst, head_ + position_, from_head);
     position_ += from_head;
-    return from_head + (n > from_head ? inner_.read(dst + from_head, n - from_head) : 0);
+    const std::size_t got = from_head + (n > from_head ? inner_.read(dst + from_head, n - from_head) : 0);
+    for (std::size_t i = got > sizeof tail_ ? got - sizeof tail_ : 0; i < got; ++i) {
+      std::memmove(tail_, tail_ + 1, sizeof tail_ - 1);
+      tail_[sizeof tail_ - 1] = dst[i];
+    }
+    return got;
   }
   std::uint64_t remaining() const override { return head_bytes_ - position_ + inner_.remaining(); }
+  bool ends_with_parquet_magic() const { return std::memcmp(tail_, "PAR1", sizeof tail_) == 0; }
 
  private:
   byte_source& inner_;
   const std::uint8_t* head_;
   std::size_t head_bytes_;
   std::size_t position_ = 0;
+  std::uint8_t tail_[4] = {};
 };
+
+/// The refusal of a whole Parquet data file read as one filter.
+constexpr const char* parquet_file_hint =
+    "this is a Parquet data file (it begins and ends with \"PAR1\"), not a Parquet SBBF: "
+    "read the filters inside it with gbf::parquet (the CLI's gbf parquet FILE --column C, "
+    "with --extract to write one out)";
 
 filter read_parquet(byte_source& source, bool with_header, const options& opts) {
   // A gbf file read as an SBBF failed its Thrift header with a puzzling message, or,
@@ -69,9 +83,16 @@ filter read_parquet(byte_source& source, bool with_header, const options& opts) 
     source.fail("this is a gbf filter file (it starts with \"GBFBLOOM\"), not a Parquet SBBF: read it "
                 "as a gbf file (gbf::load; the CLI's --format gbf, its default)");
   replay_source in(source, head, got);
+  const bool begins_with_parquet_magic = got >= 4 && std::memcmp(head, "PAR1", 4) == 0;
   const std::uint64_t available = [&] {
     if (!with_header) return in.remaining();
-    const std::uint64_t num_bytes = detail::thrift::read_bloom_filter_header(in);
+    std::uint64_t num_bytes = 0;
+    try {
+      num_bytes = detail::thrift::read_bloom_filter_header(in);
+    } catch (const format_error&) {
+      if (begins_with_parquet_magic) source.fail(parquet_file_hint);
+      throw;
+    }
     if (in.remaining() != num_bytes)
       in.fail("the Parquet header says numBytes = " + std::to_string(num_bytes) + " but " +
               std::to_string(in.remaining()) + " bytes of bitset follow it");
@@ -86,6 +107,9 @@ filter read_parquet(byte_source& source, bool with_header, const options& opts) 
   if (const char* problem = layout_problem(l)) in.fail(std::string("impossible layout: ") + problem);
   filter f(l, opts);
   detail::read_words_into(f, in, nullptr);
+  // Bare bits cannot be told from anything else, but a bitset that begins and
+  // ends with the magic is a Parquet file (2^-64 odds for a filter's words).
+  if (!with_header && begins_with_parquet_magic && in.ends_with_parquet_magic()) source.fail(parquet_file_hint);
   return f;
 }
 

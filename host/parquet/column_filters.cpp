@@ -2,6 +2,8 @@
 // (host/io/parquet_footer.hpp) says where each row group's filter lies; each is
 // read as the Thrift BloomFilterHeader plus bitset that from_parquet_sbbf takes.
 #include <algorithm>
+#include <iterator>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -114,9 +116,14 @@ std::string row_group_list(const std::vector<std::size_t>& ids) {
 
 /// The Thrift header plus bitset of the filter at `offset`, which must end by
 /// `data_end` (the footer's start). Without bloom_filter_length (writers before
-/// parquet-format 2.10) the header is parsed to learn the size.
+/// parquet-format 2.10) the header is parsed to learn the size. `taken` maps
+/// the begin of each filter the column has read so far to its end: a column's
+/// filters must not overlap, so together they fit in the data, and a footer
+/// whose row groups all name one large filter cannot make gbf read it once
+/// per group (memory many times the file's size).
 std::vector<std::uint8_t> filter_bytes(const random_access& file, std::uint64_t data_end,
-                                       const pq::column_meta& m, const std::string& where) {
+                                       const pq::column_meta& m, const std::string& where,
+                                       std::map<std::uint64_t, std::uint64_t>& taken) {
   const std::int64_t offset = *m.bloom_filter_offset;
   constexpr std::int64_t data_begin = 4;  // after the leading "PAR1"
   if (offset < data_begin || static_cast<std::uint64_t>(offset) >= data_end)
@@ -143,6 +150,17 @@ std::vector<std::uint8_t> filter_bytes(const random_access& file, std::uint64_t 
     file.fail(where + ": Bloom filter at bytes [" + std::to_string(begin) + ", " +
               std::to_string(begin + length) + ") runs past the data into the footer (byte " +
               std::to_string(data_end) + ")");
+  const std::uint64_t end = begin + length;
+  auto next = taken.lower_bound(begin);  // the first filter that begins at or after this one
+  const bool overlaps_next = next != taken.end() && next->first < end;
+  const bool overlaps_previous = next != taken.begin() && std::prev(next)->second > begin;
+  if (overlaps_next || overlaps_previous) {
+    const auto& other = overlaps_next ? *next : *std::prev(next);
+    file.fail(where + ": Bloom filter at bytes [" + std::to_string(begin) + ", " + std::to_string(end) +
+              ") overlaps the column's filter at [" + std::to_string(other.first) + ", " +
+              std::to_string(other.second) + ") of another row group (each chunk has its own filter)");
+  }
+  taken.emplace(begin, end);
   return file.read_range(begin, length, "Bloom filter");
 }
 
@@ -171,6 +189,7 @@ column_filter_set read_column_filters(const random_access& file, const std::stri
                            "values as Parquet does, not this type");
 
   std::vector<std::size_t> missing;
+  std::map<std::uint64_t, std::uint64_t> filters_read;  // begin -> end, for filter_bytes
   for (std::size_t g = 0; g < meta.row_groups.size(); ++g) {
     const pq::row_group& rg = meta.row_groups[g];
     const std::string where = "column '" + leaf.dotted + "', row group " + std::to_string(g);
@@ -202,7 +221,7 @@ column_filter_set read_column_filters(const random_access& file, const std::stri
     if (!m.bloom_filter_offset.has_value()) {
       missing.push_back(g);
     } else {
-      const std::vector<std::uint8_t> bytes = filter_bytes(file, footer.offset, m, where);
+      const std::vector<std::uint8_t> bytes = filter_bytes(file, footer.offset, m, where, filters_read);
       try {
         entry.bloom = from_parquet_sbbf(bytes.data(), bytes.size(), /*with_header=*/true,
                                         opts.filters);

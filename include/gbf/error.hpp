@@ -81,9 +81,10 @@ class io_error : public error {
 
 /// A filter has no room for keys. A cuckoo filter whose inserts found no free
 /// slot within max_kicks moves: the batch's other keys were inserted. A
-/// non-scaling chain that is full, or a chain that cannot open another level:
-/// nothing of the batch was inserted. A merge that would overfill a level of a
-/// chain. In every case each key inserted before is still present.
+/// non-scaling chain that is full: nothing of the batch was inserted. A chain
+/// that cannot open another level: the batch's keys before that point were
+/// inserted, not_inserted() counts the rest. A merge that would overfill a
+/// level of a chain. In every case each key inserted before is still present.
 class filter_full : public error {
  public:
   filter_full(const std::string& what, std::uint64_t not_inserted, std::uint64_t fits)

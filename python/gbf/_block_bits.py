@@ -25,6 +25,13 @@ def unite_blocks(blocks: Sequence[np.ndarray], rows: Sequence[np.ndarray]) -> Tu
     return united, united_rows
 
 
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """`array`, no longer writable: a write into the bits' own arrays would change them
+    without the checks (ascending blocks, no empty row) a merge relies on."""
+    array.flags.writeable = False
+    return array
+
+
 class BlockBits:
     """The bits a batch of keys sets in a filter of `layout`, held as the blocks it
     touches: ascending block indices (uint32) and their words (uint32, one row of
@@ -52,8 +59,8 @@ class BlockBits:
         if not isinstance(layout, Layout) or layout.num_blocks is None:
             raise TypeError("BlockBits needs a gbf.Layout with num_blocks (e.g. some_filter.layout)")
         self.layout = layout
-        self._blocks = np.zeros(0, dtype=np.uint32)
-        self._words = np.zeros((0, layout.words_per_block), dtype=np.uint32)
+        self._blocks = _read_only(np.zeros(0, dtype=np.uint32))
+        self._words = _read_only(np.zeros((0, layout.words_per_block), dtype=np.uint32))
         self._pending: list = []
         self._pending_blocks = 0
         self.keys_added = 0
@@ -69,13 +76,15 @@ class BlockBits:
 
     @property
     def blocks(self) -> np.ndarray:
-        """Ascending, distinct indices (uint32) of the blocks with a bit set."""
+        """Ascending, distinct indices (uint32) of the blocks with a bit set (a read-only
+        array: the bits' own, not a copy)."""
         self._unite_pending()
         return self._blocks
 
     @property
     def words(self) -> np.ndarray:
-        """The words (uint32) of each of `blocks`, one row of words_per_block per block."""
+        """The words (uint32) of each of `blocks`, one row of words_per_block per block
+        (read-only, as `blocks`)."""
         self._unite_pending()
         return self._words
 
@@ -85,7 +94,7 @@ class BlockBits:
 
     def __setstate__(self, state: dict) -> None:
         self.layout = state["layout"]
-        self._blocks, self._words = state["blocks"], state["words"]
+        self._blocks, self._words = _read_only(state["blocks"]), _read_only(state["words"])
         self.keys_added = state["keys_added"]
         self._pending, self._pending_blocks = [], 0
 
@@ -148,6 +157,6 @@ class BlockBits:
             return
         pieces = ([(self._blocks, self._words)] if len(self._blocks) else []) + self._pending
         blocks, words = unite_blocks([b for b, _ in pieces], [w for _, w in pieces])
-        self._blocks = np.ascontiguousarray(blocks, dtype=np.uint32)
-        self._words = np.ascontiguousarray(words, dtype=np.uint32)
+        self._blocks = _read_only(np.ascontiguousarray(blocks, dtype=np.uint32))
+        self._words = _read_only(np.ascontiguousarray(words, dtype=np.uint32))
         self._pending, self._pending_blocks = [], 0

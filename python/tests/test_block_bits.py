@@ -79,6 +79,10 @@ def test_many_small_adds_and_unions_with_reads_between_equal_one_add():
             back = pickle.loads(pickle.dumps(bits))
             assert np.array_equal(back.words, bits.words) and back.keys_added == bits.keys_added
     bits |= other
+    with pytest.raises(ValueError, match="read-only"):
+        bits.words[0, 0] = 0  # the bits' own arrays: a write would skip from_blocks' checks
+    with pytest.raises(AttributeError):
+        bits.blocks = bits.blocks[::-1]
     whole = gbf.BlockBits(layout, keys)
     assert np.array_equal(bits.blocks, whole.blocks) and np.array_equal(bits.words, whole.words)
     assert bits.keys_added == len(keys) and len(bits) == len(whole) and bits.nbytes == whole.nbytes

@@ -234,6 +234,12 @@ TEST(ParquetFooter, MalformedFilesAreFormatErrorsNamingTheProblem) {
   bad = spec;
   bad.row_groups[1].chunks[0].filter->at(0) = 0x16;  // numBytes typed i64
   EXPECT_CONTAINS(message(build(bad)), "numBytes has Thrift type 6, expected i32 (5)");
+  // Row groups sharing one filter: a footer of N row groups naming one large
+  // filter would have it read N times (memory N times the file).
+  bad = spec;
+  bad.row_groups[2].chunks[0].offset_override = 4;  // row group 0's filter, right after "PAR1"
+  EXPECT_CONTAINS(message(build(bad)), "column 'a', row group 2: Bloom filter at bytes [4, ");
+  EXPECT_CONTAINS(message(build(bad)), ") overlaps the column's filter at [4, ");
   bad = spec;
   bad.row_groups[0].chunks[0].type_override = INT64;
   EXPECT_CONTAINS(message(build(bad)), "the chunk's type 2 differs from the schema's 1");
