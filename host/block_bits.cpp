@@ -227,7 +227,8 @@ void block_bits::add_keys(const key_batch& keys) {
   keys_added_ = detail::saturating_add(keys_added_, valid);
   // A merge costs O(blocks held + hashes pending); waiting until the hashes
   // are as many as the blocks makes each key's share O(1), however small the
-  // batches. The wait costs 8 bytes a hash, no more than a block's 4 (1 + W).
+  // batches. The wait costs 8 bytes a hash (16 with the vector's doubling), at
+  // most 2x the blocks' own 4 (1 + W) bytes each.
   if (pending_.size() >= blocks_.size()) {
     try {
       merge_pending_locked();

@@ -18,7 +18,8 @@
 // radix sort, O(n)), OR each block's masks, merge into the blocks held. add()
 // only hashes: the hashes wait until they are as many as the blocks held (or
 // until the blocks are read), so that a partition added in many small batches
-// costs O(keys) in all, not O(blocks held) per batch.
+// costs O(keys) in all, not O(blocks held) per batch (a read after every add
+// brings that cost back). Const calls are safe from several threads at once.
 // Errors: invalid_argument for a bad layout or bad keys (null pointers, bad
 // string offsets, keys in device memory), layout_mismatch when merging bits of
 // another layout, allocation_error when memory runs out (nothing changes then).

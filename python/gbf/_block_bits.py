@@ -3,6 +3,7 @@ touches (C++ gbf::block_bits, include/gbf/block_bits.hpp)."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
@@ -49,22 +50,19 @@ class BlockBits:
     gbf.LayoutMismatch when merging bits of another layout.
 
     Pieces added or united wait until they hold as many blocks as the bits do (or until
-    `blocks`, `words` or `nbytes` is read), then are united in one sort: a partition added
-    in many small batches costs O(keys log keys) in all, not a sort of everything per batch.
+    the bits are read: `blocks`, `words`, `nbytes`, `len`, `repr`, `|`, a merge into a
+    filter, a pickle), then are united in one sort: a partition added in many small
+    batches costs O(n log n) in all, not a sort of everything per batch (a read after
+    every add brings that back). Safe to read and unite from several threads.
     """
 
-    __slots__ = ("layout", "keys_added", "_blocks", "_words", "_pending", "_pending_blocks")
+    __slots__ = ("layout", "keys_added", "_bits", "_pending", "_pending_blocks", "_lock")
 
     def __init__(self, layout: Layout, keys: Any = None) -> None:
         if not isinstance(layout, Layout) or layout.num_blocks is None:
             raise TypeError("BlockBits needs a gbf.Layout with num_blocks (e.g. some_filter.layout)")
-        self.layout = layout
-        self._blocks = _read_only(np.zeros(0, dtype=np.uint32))
-        self._words = _read_only(np.zeros((0, layout.words_per_block), dtype=np.uint32))
-        self._pending: list = []
-        self._pending_blocks = 0
-        self.keys_added = 0
         layout.expected_fpr(0)  # gbf.InvalidArgument naming what is wrong with the layout
+        self._start(layout, np.zeros(0, dtype=np.uint32), np.zeros((0, layout.words_per_block), dtype=np.uint32), 0)
         if keys is not None:
             self.add(keys)
 
@@ -72,56 +70,53 @@ class BlockBits:
         """Sets the bits of `keys` (host keys, as Filter.add takes them)."""
         l = self.layout
         blocks, words, added = _core._block_bits(keys, l.words_per_block, l.bits_per_key, l.seed, l._blocks())
-        self._unite(blocks, words.reshape(-1, l.words_per_block), added)
+        self._unite(_read_only(blocks), _read_only(words.reshape(-1, l.words_per_block)), added)
 
     @property
     def blocks(self) -> np.ndarray:
         """Ascending, distinct indices (uint32) of the blocks with a bit set (a read-only
         array: the bits' own, not a copy)."""
-        self._unite_pending()
-        return self._blocks
+        return self._united()[0]
 
     @property
     def words(self) -> np.ndarray:
         """The words (uint32) of each of `blocks`, one row of words_per_block per block
         (read-only, as `blocks`)."""
-        self._unite_pending()
-        return self._words
+        return self._united()[1]
 
     def __getstate__(self) -> dict:
-        self._unite_pending()
-        return {"layout": self.layout, "blocks": self._blocks, "words": self._words, "keys_added": self.keys_added}
+        blocks, words = self._united()
+        return {"layout": self.layout, "blocks": blocks, "words": words, "keys_added": self.keys_added}
 
-    def __setstate__(self, state: dict) -> None:
-        self.layout = state["layout"]
-        self._blocks, self._words = _read_only(state["blocks"]), _read_only(state["words"])
-        self.keys_added = state["keys_added"]
-        self._pending, self._pending_blocks = [], 0
+    def __setstate__(self, state: Any) -> None:
+        if isinstance(state, tuple):  # pickled by gbf 0.x before the lazy union: (None, slots)
+            state = state[1]
+        self._start(state["layout"], state["blocks"], state["words"], state["keys_added"])
 
     def __ior__(self, other: "BlockBits") -> "BlockBits":
         self._check(other)
         if other is not self:  # x | x is x, its count kept (as Filter.merge(self))
-            self._unite(other.blocks, other.words, other.keys_added)
+            blocks, words = other._united()
+            self._unite(blocks, words, other.keys_added)
         return self
 
     def __or__(self, other: "BlockBits") -> "BlockBits":
         self._check(other)
         out = BlockBits(self.layout)
-        out._unite(self.blocks, self.words, self.keys_added)
+        out._unite(*self._united(), self.keys_added)
         if other is not self:
-            out._unite(other.blocks, other.words, other.keys_added)
+            out._unite(*other._united(), other.keys_added)
         return out
 
     @property
     def nbytes(self) -> int:
         """Bytes of the indices and words: 4 (1 + W) per block."""
-        self._unite_pending()
-        return int(self._blocks.nbytes + self._words.nbytes)
+        blocks, words = self._united()
+        return int(blocks.nbytes + words.nbytes)
 
     def __len__(self) -> int:
         """Blocks with a bit set."""
-        self._unite_pending()
-        return len(self._blocks)
+        return len(self._united()[0])
 
     def to_filter(self, *, capacity: Optional[int] = None, fpp: Optional[float] = None,
                   backend: str = "auto") -> Filter:
@@ -140,23 +135,40 @@ class BlockBits:
         if other.layout != self.layout:
             raise LayoutMismatch(f"cannot merge block bits of different layouts: {self.layout} and {other.layout}")
 
-    def _unite(self, blocks: np.ndarray, words: np.ndarray, keys_added: int) -> None:
-        """self |= (blocks, words), which may wait in _pending (the arrays are not changed
-        later, so they are held as given)."""
-        if len(blocks):
-            self._pending.append((blocks, words))
-            self._pending_blocks += len(blocks)
-            # A union sorts everything it holds: waiting until the pieces are as large as
-            # the bits makes each block's share of the sorting O(log), however small the pieces.
-            if self._pending_blocks >= len(self._blocks):
-                self._unite_pending()
-        self.keys_added += int(keys_added)
+    def _start(self, layout: Layout, blocks: np.ndarray, words: np.ndarray, keys_added: int) -> None:
+        self.layout = layout
+        # (blocks, words) is replaced as one object, so a reader never pairs one
+        # union's blocks with another's words.
+        self._bits = (_read_only(blocks), _read_only(words))
+        self._pending: list = []
+        self._pending_blocks = 0
+        self.keys_added = int(keys_added)
+        self._lock = threading.Lock()
 
-    def _unite_pending(self) -> None:
+    def _unite(self, blocks: np.ndarray, words: np.ndarray, keys_added: int) -> None:
+        """self |= (blocks, words): read-only arrays, held as given (perhaps in _pending)."""
+        with self._lock:
+            if len(blocks):
+                self._pending.append((blocks, words))
+                self._pending_blocks += len(blocks)
+                # A union sorts everything it holds: waiting until the pieces are as large
+                # as the bits makes each block's share of the sorting O(log n), however
+                # small the pieces.
+                if self._pending_blocks >= len(self._bits[0]):
+                    self._unite_pending_locked()
+            self.keys_added += int(keys_added)
+
+    def _united(self) -> Tuple[np.ndarray, np.ndarray]:
+        """(blocks, words) with every pending piece united in."""
+        with self._lock:
+            self._unite_pending_locked()
+            return self._bits
+
+    def _unite_pending_locked(self) -> None:
         if not self._pending:
             return
-        pieces = ([(self._blocks, self._words)] if len(self._blocks) else []) + self._pending
+        pieces = ([self._bits] if len(self._bits[0]) else []) + self._pending
         blocks, words = unite_blocks([b for b, _ in pieces], [w for _, w in pieces])
-        self._blocks = _read_only(np.ascontiguousarray(blocks, dtype=np.uint32))
-        self._words = _read_only(np.ascontiguousarray(words, dtype=np.uint32))
+        self._bits = (_read_only(np.ascontiguousarray(blocks, dtype=np.uint32)),
+                      _read_only(np.ascontiguousarray(words, dtype=np.uint32)))
         self._pending, self._pending_blocks = [], 0

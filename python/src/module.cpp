@@ -239,6 +239,7 @@ void init_module(nb::module_& m) {
       gather_buffer gathered;
       for (const key_piece& piece : host.pieces)
         add_non_null(piece, gathered, [&](const auto&... k) { bits.add(k...); });
+      (void)bits.size_bytes();  // the last pieces' hashes are merged here, not under the GIL
     }
     const auto to_array = [](const std::vector<std::uint32_t>& values) {
       nb::object out = new_numpy_array(values.size(), NPY_UINT32);

@@ -88,6 +88,36 @@ def test_many_small_adds_and_unions_with_reads_between_equal_one_add():
     assert bits.keys_added == len(keys) and len(bits) == len(whole) and bits.nbytes == whole.nbytes
 
 
+def test_block_bits_read_from_threads_while_pieces_wait_and_old_pickles_load():
+    import threading
+    rng = np.random.default_rng(6)
+    layout = gbf.Filter(200_000, 0.01, backend="cpu").layout
+    keys = rng.integers(0, 2**63, 40_000)
+    whole = gbf.BlockBits(layout, keys)
+    for _ in range(5):
+        bits = gbf.BlockBits(layout, keys[:30_000])
+        for i in range(30_000, 40_000, 500):
+            bits.add(keys[i:i + 500])  # pieces wait: fewer blocks than the bits hold
+        seen = []
+        readers = [threading.Thread(target=lambda: seen.append((bits.blocks, bits.words, bits | bits)))
+                   for _ in range(8)]
+        for t in readers:
+            t.start()
+        for t in readers:
+            t.join()
+        for blocks, words, union in seen:
+            assert np.array_equal(blocks, whole.blocks) and np.array_equal(words, whole.words)
+            assert np.array_equal(union.words, whole.words)
+    # A pickle of the class before the lazy union held its slots: (None, {slot: value}).
+    old_state = (None, {"layout": layout, "blocks": whole.blocks.copy(), "words": whole.words.copy(),
+                        "keys_added": 40_000})
+    back = gbf.BlockBits.__new__(gbf.BlockBits)
+    back.__setstate__(old_state)
+    assert np.array_equal(back.words, whole.words) and back.keys_added == 40_000
+    back.add([1, 2, 3])
+    assert back.keys_added == 40_003
+
+
 def test_block_bits_refuse_other_layouts_and_what_is_no_layout():
     small = gbf.Filter(1_000, 0.01, backend="cpu")
     big = gbf.Filter(100_000, 0.01, backend="cpu")
@@ -105,7 +135,7 @@ def test_block_bits_refuse_other_layouts_and_what_is_no_layout():
         bits | 3
     # Arrays that break block_bits' rules are refused before the filter changes.
     broken = gbf.BlockBits(small.layout, [1, 2, 3])
-    broken._blocks = broken.blocks[::-1].copy()  # read-only to users; a test reaches past that
+    broken._bits = (broken.blocks[::-1].copy(), broken.words)  # read-only to users; a test reaches past that
     if len(broken.blocks) > 1:
         with pytest.raises(gbf.InvalidArgument, match="does not follow"):
             small.merge(broken)

@@ -771,6 +771,21 @@ TEST(ParquetIo, AGbfFileReadAsAnSbbfIsNamedForWhatItIs) {
             std::vector<std::uint32_t>(8, 0x5A5A5A5Au));
 }
 
+TEST(ParquetIo, AWholeParquetFileReadAsAnSbbfIsNamedForWhatItIs) {
+  // A Parquet data file begins and ends with "PAR1". Without a header one whose
+  // size is a multiple of 32 loaded as bits; with one, the Thrift header failed
+  // with no word of what the file was.
+  bytes file(960, 0x11);
+  std::memcpy(file.data(), "PAR1", 4);
+  std::memcpy(file.data() + file.size() - 4, "PAR1", 4);
+  for (bool with_header : {true, false})
+    EXPECT_HAS(parquet_error(file, with_header),
+               "this is a Parquet data file (it begins and ends with \"PAR1\"), not a Parquet SBBF");
+  // Bits that only begin with the magic are bits (2^-32 odds for a filter's first word).
+  file.back() = 'X';
+  EXPECT_EQ(gbf::from_parquet_sbbf(file.data(), file.size(), false, cpu_options()).layout().num_blocks, 30u);
+}
+
 TEST(ParquetIo, FileRoundTripWithAndWithoutHeader) {
   temp_dir dir;
   // 1 MiB + header crosses the reader's 1 MiB buffer.
