@@ -111,13 +111,13 @@ remove_report counting_filter::remove_keys(const key_batch& keys, bool* removed,
   const std::uint64_t refused = impl().remove(batch, removed, device_refused, call);
   if (call.async) {
     // The refusals stay on the device (device_refused): every key counts.
-    keys_removed_ += batch.count;
+    keys_removed_ = detail::saturating_add(keys_removed_, batch.count);
     return {};
   }
   remove_report report;
   report.refused = refused;
   report.removed = detail::keys_to_count(batch) - refused;
-  keys_removed_ += report.removed;
+  keys_removed_ = detail::saturating_add(keys_removed_, report.removed);
   return report;
 }
 
@@ -125,7 +125,7 @@ void counting_filter::remove_unchecked_keys(const key_batch& keys, const call_op
   const key_batch batch = detail::check_batch(call.what, keys);
   if (batch.count == 0 && !call.async) return;
   impl().remove_unchecked(batch, call);
-  keys_removed_ += call.async ? batch.count : detail::keys_to_count(batch);
+  keys_removed_ = detail::saturating_add(keys_removed_, call.async ? batch.count : detail::keys_to_count(batch));
 }
 
 void counting_filter::contains_keys(const key_batch& keys, bool* found,
@@ -189,7 +189,7 @@ void counting_filter::merge(const counting_filter& other) {
   const std::uint64_t removed = other.keys_removed_;
   combine(other, detail::counter_merge::sum);
   keys_added_ = detail::saturating_add(keys_added_, added);
-  keys_removed_ += removed;
+  keys_removed_ = detail::saturating_add(keys_removed_, removed);
 }
 
 void counting_filter::intersect(const counting_filter& other) {

@@ -16,6 +16,7 @@
 #include "host/verify.hpp"
 #include "host/number_text.hpp"
 #include "host/word_range.hpp"
+#include "host/counts.hpp"
 
 namespace gbf {
 namespace {
@@ -117,20 +118,35 @@ cuckoo_layout cuckoo_size_for(std::uint64_t capacity, double fpp, const cuckoo_s
     found = true;
   }
   if (!found) {
-    // Say which promise no table keeps: the keys' room, or the fpp, which a table of
-    // f-bit tags lowers only by emptying itself (fpr ~ 2 x slots x load / 2^f).
-    cuckoo_layout widest;
-    widest.tag_bits = s.tag_bits != 0 ? s.tag_bits : 32u;
-    widest.num_buckets = cuckoo_max_buckets;
+    // Say which promise no table keeps: the keys' room (most with the narrowest
+    // tags, which pack the most slots in a bucket), or the fpp, which a table of
+    // f-bit tags lowers only by emptying itself (fpr ~ 2 x slots x load / 2^f):
+    // then name the lowest fpp of the widest tags that still hold the keys.
     const std::string what = "a cuckoo filter for " + std::to_string(capacity) + " keys at fpp " +
                              detail::number_text(fpp) + " needs more than 2^32 - 1 buckets";
-    const double room = cuckoo_max_load(widest.tag_bits) * static_cast<double>(widest.num_slots());
-    if (static_cast<double>(capacity) > room)
-      throw invalid_argument(what + ": the largest table holds about " + detail::number_text(room) + " keys");
-    throw invalid_argument(what + ": with " + std::to_string(widest.tag_bits) +
-                           "-bit tags" + (s.tag_bits != 0 ? "" : " (the widest)") +
+    const auto largest_table = [](std::uint32_t f) {
+      cuckoo_layout t;
+      t.tag_bits = f;
+      t.num_buckets = cuckoo_max_buckets;
+      return t;
+    };
+    const auto room = [&](std::uint32_t f) {
+      return cuckoo_max_load(f) * static_cast<double>(largest_table(f).num_slots());
+    };
+    std::uint32_t holding = 0;  // the widest tags whose largest table holds the keys
+    double most_room = 0;
+    for (const std::uint32_t f : {8u, 16u, 32u}) {
+      if (s.tag_bits != 0 && s.tag_bits != f) continue;
+      most_room = std::max(most_room, room(f));
+      if (static_cast<double>(capacity) <= room(f)) holding = f;
+    }
+    if (holding == 0)
+      throw invalid_argument(what + ": the largest table holds about " + detail::number_text(most_room) +
+                             " keys" + (s.tag_bits != 0 ? " with " + std::to_string(s.tag_bits) + "-bit tags" : ""));
+    throw invalid_argument(what + ": with " + std::to_string(holding) + "-bit tags" +
+                           (s.tag_bits != 0 ? "" : " (the widest that hold that many)") +
                            " the lowest fpp for that many keys is about " +
-                           detail::number_text(cuckoo_expected_fpr(widest, capacity)) +
+                           detail::number_text(cuckoo_expected_fpr(largest_table(holding), capacity)) +
                            "; a Bloom filter reaches any fpp");
   }
   return best;
@@ -331,9 +347,9 @@ void cuckoo_filter::merge(const cuckoo_filter& other) {
     }
   });
   mine.write_words(0, layout_.num_words(), reinterpret_cast<const std::uint32_t*>(table.data()));
-  merged.keys_added += added.keys_added;
-  merged.keys_removed += added.keys_removed;
-  merged.evictions += moves;  // the other's own evictions and failures stay its history
+  merged.keys_added = detail::saturating_add(merged.keys_added, added.keys_added);
+  merged.keys_removed = detail::saturating_add(merged.keys_removed, added.keys_removed);
+  merged.evictions = detail::saturating_add(merged.evictions, moves);  // the other's own evictions and failures stay its history
   mine.set_totals(merged);
 }
 

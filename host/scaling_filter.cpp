@@ -86,12 +86,18 @@ scaling_level plan_level(const scaling_config& c, std::size_t index) {
   // Past max_level_bits_per_key the chain stops instead, its memory bounded by
   // its keys (512 bytes each at most).
   const double bits_per_key = bits_per_key_at(level.l, level.capacity);
+  // Level 0's target, fpp (1 - r), is met by a larger fpp, an r nearer 0 or
+  // more bits set per key; the later levels' fpp (1 - r) r^i also by fewer
+  // levels (a larger capacity or expansion) or an r nearer 1 (a slower decay).
   if (bits_per_key > max_level_bits_per_key)
     throw filter_full(which + "its target fpp " + number_text(level.fpp) + " needs " +
                           std::to_string(static_cast<std::uint64_t>(bits_per_key)) +
                           " bits per key with k = " + std::to_string(c.s.bits_per_key) + ", more than " +
                           std::to_string(static_cast<std::uint64_t>(max_level_bits_per_key)) +
-                          " (create the chain with a larger capacity or expansion, or a tightening nearer 1)",
+                          (index == 0 ? " (create the chain with a larger fpp, a tightening nearer 0, "
+                                        "or a larger k)"
+                                      : " (create the chain with a larger capacity or expansion, a "
+                                        "tightening nearer 1, or a larger k)"),
                       0, 0);
   return level;
 }

@@ -27,6 +27,7 @@
 #include "host/cpu/memory.hpp"
 #include "host/cpu/threads.hpp"
 #include "host/cuckoo_backend.hpp"
+#include "host/counts.hpp"
 
 namespace gbf::detail {
 namespace {
@@ -108,8 +109,8 @@ class cpu_cuckoo final : public cuckoo_backend {
         }
       });
     });
-    totals_.keys_added += report.inserted;
-    totals_.failed_inserts += report.failed;
+    totals_.keys_added = saturating_add(totals_.keys_added, report.inserted);
+    totals_.failed_inserts = saturating_add(totals_.failed_inserts, report.failed);
     return report;
   }
 
@@ -131,7 +132,7 @@ class cpu_cuckoo final : public cuckoo_backend {
                             });
       });
     });
-    totals_.keys_removed += done;
+    totals_.keys_removed = saturating_add(totals_.keys_removed, done);
     return done;
   }
 
@@ -261,7 +262,7 @@ class cpu_cuckoo final : public cuckoo_backend {
                                                        p.bucket, p.alternate, p.tag, max_kicks_,
                                                        chain_);
     if (r == 0) return cuckoo_status::failed;
-    totals_.evictions += r - 1;
+    totals_.evictions = saturating_add(totals_.evictions, r - 1);
     return cuckoo_status::inserted;
   }
 

@@ -185,7 +185,9 @@ filter_kind peek_kind(const std::uint8_t* first_bytes, std::size_t size, const b
   if (version != container_version)
     in.fail("unsupported gbf format version " + std::to_string(version) +
             " (this library reads versions 1 and 2)");
-  if (size < offset::kind + 4) in.fail("truncated file: the header has " + std::to_string(size) + " bytes");
+  if (size < offset::kind + 4)
+    in.fail("truncated file: the header has " + std::to_string(size) + " of " +
+            std::to_string(container_fixed_bytes) + " bytes");
   const std::uint32_t kind = get_le32(first_bytes + offset::kind);
   if (!known_kind(kind)) in.fail("unknown filter kind " + std::to_string(kind));
   return static_cast<filter_kind>(kind);

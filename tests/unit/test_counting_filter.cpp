@@ -479,6 +479,24 @@ TEST(CountingFilter, CopyCountersGivesAnySliceOfCountersAndRefusesRangesPastTheE
   }
 }
 
+TEST(CountingFilter, KeyCountsSaturateInsteadOfWrapping) {
+  // A file may hold any counts; a remove at 2^64 - 1 removed keys wrapped the
+  // count to 0 and keys_held() jumped to 2^64 - 1.
+  const layout l = test::layout_of(8, 8, 64);
+  const std::uint64_t most = ~std::uint64_t{0};
+  const std::vector<std::uint32_t> zeros(num_counter_words(l, 4));
+  counting_filter f = counting_filter::from_counters(l, 4, zeros.data(), test::on_cpu(1), 0, most, most);
+  const std::uint64_t key = 12345;
+  f.add(&key, 1);
+  (void)f.remove(&key, 1);
+  EXPECT_EQ(f.stats().keys_added, most);
+  EXPECT_EQ(f.stats().keys_removed, most);
+  EXPECT_EQ(f.projection().stats().keys_added, 0u);  // the keys held, added - removed
+  counting_filter g = counting_filter::from_counters(l, 4, zeros.data(), test::on_cpu(1), 0, 3, 2);
+  f.merge(g);
+  EXPECT_EQ(f.stats().keys_removed, most);
+}
+
 TEST(CountingFilter, MergeAddsCountersSaturatingAndChecksLayouts) {
   const layout l = test::layout_of(8, 8, 500);
   counting_filter a(l, test::on_cpu(1));

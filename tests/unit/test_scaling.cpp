@@ -726,6 +726,17 @@ TEST(ScalingFilter, ALevelPastItsBitsPerKeyBoundIsFilterFullNotAnEndlessGrowth) 
     message = e.what();
   }
   EXPECT_NE(message.find("bits per key with k = 8, more than 4096"), std::string::npos) << message;
+  EXPECT_NE(message.find("(create the chain with a larger capacity or expansion, a tightening nearer 1, or a "
+                         "larger k)"),
+            std::string::npos)
+      << message;
+  // Level 0's target is fpp (1 - r): capacity and expansion do not change it, and
+  // r nearer 1 makes it stricter, so the advice for it is another.
+  const std::string first = message_of([] { scaling_filter::create(100, 1e-12, {}, on_cpu(1)); });
+  EXPECT_NE(first.find("cannot open level 0 of the chain: its target fpp 5e-13 needs"), std::string::npos) << first;
+  EXPECT_NE(first.find("(create the chain with a larger fpp, a tightening nearer 0, or a larger k)"),
+            std::string::npos)
+      << first;
   const scaling_stats s = f.stats();
   EXPECT_EQ(s.keys_inserted, added);
   std::uint64_t bytes = 0;
