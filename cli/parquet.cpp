@@ -107,6 +107,18 @@ parsed_integers parse_integer_keys(const key_chunk& chunk, bool unsigned_column,
   return out;
 }
 
+/// A raw file's keys of the column's width are the column's values with those
+/// bytes (every one representable: -5 written as a u64 finds INT64 -5, as the
+/// filter itself would): they take the column's sign, for the probe and for
+/// --per-key's printing alike. Of another width they stay unsigned (.npy and
+/// text give the sign).
+void take_the_columns_sign(const pq::column_info& column, key_chunk& chunk) {
+  if (!chunk.sign_unknown) return;
+  const bool same_width = (chunk.type == key_type::u32 && column.type == pq::physical_type::int32) ||
+                          (chunk.type == key_type::u64 && column.type == pq::physical_type::int64);
+  if (same_width) chunk.is_signed = !column.is_unsigned;
+}
+
 pq::prune_result prune_chunk(const pq::pruner& index, const key_chunk& chunk,
                              const std::string& path, std::uint64_t first_line, bool per_key) {
   const pq::column_info& column = index.column();
@@ -116,21 +128,13 @@ pq::prune_result prune_chunk(const pq::pruner& index, const key_chunk& chunk,
     throw invalid_argument("'" + path + "' holds " + (chunk.type == key_type::u32 ? "u32" : "u64") +
                            " integer keys, and column '" + column.path + "' is " + type_text(column) +
                            ": give its values as text keys, one per line");
-  // A raw file's keys of the column's width are the column's values with those
-  // bytes (every one representable: -5 written as a u64 finds INT64 -5, as the
-  // filter itself would); of another width, unsigned values (.npy and text give
-  // the sign).
-  const auto read_signed = [&](pq::physical_type width_type) {
-    if (chunk.sign_unknown && column.type == width_type) return !column.is_unsigned;
-    return chunk.is_signed;
-  };
   switch (chunk.type) {
     case key_type::u32:
-      return read_signed(pq::physical_type::int32)
+      return chunk.is_signed
                  ? index.prune(reinterpret_cast<const std::int32_t*>(chunk.u32.data()), chunk.size(), per_key)
                  : index.prune(chunk.u32.data(), chunk.size(), per_key);
     case key_type::u64:
-      return read_signed(pq::physical_type::int64)
+      return chunk.is_signed
                  ? index.prune(reinterpret_cast<const std::int64_t*>(chunk.u64.data()), chunk.size(), per_key)
                  : index.prune(chunk.u64.data(), chunk.size(), per_key);
     case key_type::text:
@@ -181,6 +185,7 @@ int run_prune(const parquet_args& args) {
   key_chunk chunk;
   if (args.per_key) std::printf("key\trow_groups\n");
   while (reader->next(chunk, args.keys.chunk_keys)) {
+    take_the_columns_sign(index.column(), chunk);
     const pq::prune_result r = prune_chunk(index, chunk, args.keys.path, bar.done() + 1, args.per_key);
     for (std::size_t g = 0; g < groups; ++g) may_hold[g] |= r.may_hold[g];
     if (args.per_key) {
@@ -352,8 +357,14 @@ void add_parquet_command(CLI::App& app, std::function<int()>& command) {
       cmd->add_option("--format", args->output.format,
                       "With --extract: gbf (native, default) or parquet-sbbf")
           ->transform(one_of(filter_format_names));
+  // Runs after --format's callback (options run in the order they were added).
   CLI::Option* no_header = cmd->add_flag_callback(
-      "--no-header", [args] { args->output.parquet_header = false; },
+      "--no-header",
+      [args] {
+        if (args->output.format != filter_format::parquet_sbbf)
+          throw CLI::ValidationError("--no-header", "applies to parquet-sbbf files only (--format parquet-sbbf)");
+        args->output.parquet_header = false;
+      },
       "With --format parquet-sbbf: the bare bitset, without the Thrift BloomFilterHeader");
   cmd->add_option("--backend", args->run.where, "Where pruning runs: auto (GPU if present), gpu or cpu")
       ->transform(one_of(backend_names));

@@ -381,7 +381,11 @@ void read_string_items(PyObject* const* items, std::size_t n, host_keys& keys) {
     Py_ssize_t size = 0;
     if (!key_bytes(items[i], &bytes, &size))
       throw nb::type_error(("string keys must be str, bytes or None; item " + std::to_string(i) +
-                            " is a " + python_type_name(items[i]))
+                            " is a " + python_type_name(items[i]) +
+                            (PyLong_Check(items[i]) ? " (a list that starts with None or a str is read as "
+                                                      "strings; integer keys with nulls go as a pyarrow "
+                                                      "array or a NumPy masked array)"
+                                                    : ""))
                                .c_str());
     key = std::string_view(bytes, static_cast<std::size_t>(size));
     return true;

@@ -31,7 +31,12 @@ namespace pq = gbf::parquet;
 using detail::key_kind;
 
 nb::tuple column_tuple(const pq::column_info& c) {
-  return nb::make_tuple(c.path, std::string(pq::to_string(c.type)), c.is_unsigned, c.type_length);
+  // Thrift strings should be UTF-8, but a writer may store other bytes: those show
+  // as \xNN escapes (as the CLI shows them) instead of failing the whole listing.
+  PyObject* path = PyUnicode_DecodeUTF8(c.path.data(), static_cast<Py_ssize_t>(c.path.size()), "backslashreplace");
+  if (path == nullptr) throw nb::python_error();
+  return nb::make_tuple(nb::steal<nb::str>(path), std::string(pq::to_string(c.type)), c.is_unsigned,
+                        c.type_length);
 }
 
 pq::read_options read_options_for(bool allow_missing, const std::string& where, unsigned threads) {

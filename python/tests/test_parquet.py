@@ -180,6 +180,20 @@ def test_missing_filters_and_columns_are_clear_errors(files, tmp_path):
         pq.columns(str(tmp_path / "missing.parquet"))
     with pytest.raises(ValueError, match="mask"):
         pq.prune(path, "i64", np.arange(3, dtype=np.int64), mask=np.zeros(4, dtype=bool))
+    with pytest.raises(TypeError, match="integer keys with nulls go as a pyarrow array or a NumPy masked array"):
+        pq.prune(path, "i64", [None, 5])
+
+
+def test_a_column_name_that_is_not_utf8_is_listed_escaped(tmp_path):
+    # Thrift strings should be UTF-8; a writer that stores other bytes made columns()
+    # fail whole with UnicodeDecodeError. The name is patched in place (same length).
+    path = tmp_path / "names.parquet"
+    pp.write_table(pa.table({"ok": pa.array([1, 2]), "Q7": pa.array([3, 4])}), path)
+    data = path.read_bytes()
+    footer_start = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    footer = data[footer_start:-8].replace(b"Q7", b"\xff\xfe")
+    path.write_bytes(data[:footer_start] + footer + data[-8:])
+    assert [c.path for c in pq.columns(str(path))] == ["ok", "\\xff\\xfe"]
 
 
 def test_column_filters_are_ordinary_filters(files, tmp_path):
@@ -223,6 +237,27 @@ def test_extract_filter_equals_the_clis_extract(files, run_cli, tmp_path, row_gr
     values = table["s"] if row_group is None else _group_values(table, "s", row_group)
     assert bool(ours.contains(values).all())
     ours.save(str(tmp_path / "ours.sbbf"), format="parquet-sbbf")  # Parquet's shape: writable as SBBF
+    # --no-header shapes only an SBBF output; with the gbf format it was silently ignored.
+    refused = run_cli(*args, "--no-header", check=False)
+    assert refused.returncode == 2 and "--no-header: applies to parquet-sbbf files only" in refused.stderr
+    bare_args = [tmp_path / "bare.sbbf" if a == tmp_path / "cli.gbf" else a for a in args]
+    run_cli(*bare_args, "--format", "parquet-sbbf", "--no-header")
+    bare = gbf.load(str(tmp_path / "bare.sbbf"), format="parquet-sbbf", header=False)
+    assert np.array_equal(bare.words(), ours.words())
+
+
+def test_cli_prints_raw_keys_with_the_columns_sign(files, run_cli, tmp_path):
+    # A .u32 file's bytes carry no sign: for an INT32 column they are its values,
+    # probed as signed, and --per-key printed them unsigned (-1 as 4294967295).
+    path, table = files[0][0], files[1][0]
+    negative = table["i32"].to_numpy()
+    negative = negative[negative < 0][:3]
+    keys = tmp_path / "k.u32"
+    negative.astype(np.int32).tofile(keys)
+    out = run_cli("parquet", path, "--column", "i32", "--keys", keys, "--per-key", "-q").stdout.splitlines()
+    assert out[0] == "key\trow_groups"
+    assert [line.split("\t")[0] for line in out[1:]] == [str(v) for v in negative]
+    assert all(line.split("\t")[1] for line in out[1:])  # each in some row group
 
 
 def test_extract_filter_errors_name_the_row_groups(files):
