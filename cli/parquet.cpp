@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/command_support.hpp"
@@ -183,12 +184,15 @@ int run_prune(const parquet_args& args) {
   progress bar("pruned for", reader->known_count(), args.run.quiet);
   std::vector<std::uint8_t> may_hold(groups, 0);
   key_chunk chunk;
-  if (args.per_key) std::printf("key\trow_groups\n");
+  // The header comes with the first answers, so a key file refused before any
+  // (bad keys, the wrong kind) leaves stdout empty.
+  bool header_written = false;
   while (reader->next(chunk, args.keys.chunk_keys)) {
     take_the_columns_sign(index.column(), chunk);
     const pq::prune_result r = prune_chunk(index, chunk, args.keys.path, bar.done() + 1, args.per_key);
     for (std::size_t g = 0; g < groups; ++g) may_hold[g] |= r.may_hold[g];
     if (args.per_key) {
+      if (!std::exchange(header_written, true)) std::printf("key\trow_groups\n");
       std::string line;
       for (std::size_t i = 0; i < chunk.size(); ++i) {
         line = chunk.key_string(i);
@@ -204,6 +208,7 @@ int run_prune(const parquet_args& args) {
     }
     bar.advance(chunk.size());
   }
+  if (args.per_key && !header_written) std::printf("key\trow_groups\n");  // no keys: the header alone
 
   if (!args.per_key) {
     std::printf("file\trow_group\trows\tcolumn_bytes\tmay_hold\n");

@@ -258,6 +258,14 @@ def test_cli_prints_raw_keys_with_the_columns_sign(files, run_cli, tmp_path):
     assert out[0] == "key\trow_groups"
     assert [line.split("\t")[0] for line in out[1:]] == [str(v) for v in negative]
     assert all(line.split("\t")[1] for line in out[1:])  # each in some row group
+    # A key file refused before any answer leaves stdout empty (the header once came first).
+    bad = tmp_path / "bad.txt"
+    bad.write_text("12\nnot-a-number\n")
+    refused = run_cli("parquet", path, "--column", "i32", "--keys", bad, "--per-key", "-q", check=False)
+    assert refused.returncode == 1 and refused.stdout == "" and "not a decimal integer" in refused.stderr
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    assert run_cli("parquet", path, "--column", "i32", "--keys", empty, "--per-key", "-q").stdout == "key\trow_groups\n"
 
 
 def test_extract_filter_errors_name_the_row_groups(files):
