@@ -51,6 +51,13 @@ void expect_same_bits(const block_bits& bits, const gbf::filter& f) {
   EXPECT_EQ(bits.size_bytes(), (bits.blocks().size() + bits.words().size()) * 4);
 }
 
+/// One add of all of `keys`: what every split of them, and every merge of the parts, must equal.
+block_bits added_at_once(const layout& l, const std::vector<std::uint64_t>& keys) {
+  block_bits whole(l);
+  whole.add(keys.data(), keys.size());
+  return whole;
+}
+
 /// Block counts for zero, one and two radix passes of 11 bits (the next test takes three).
 const std::uint64_t block_counts[] = {1, 2, 7, 1000, 2049, 70001};
 
@@ -109,8 +116,7 @@ TEST(BlockBits, HoldsTheBitsOfNonNullStringKeysAsAFilterDoes) {
 TEST(BlockBits, AddingInPiecesOrMergingPartsEqualsOneAddOfTheWholeBatch) {
   const layout l = gbf::test::layout_of(8, 8, 5000, 9);
   const auto keys = random_keys(20000, 5);
-  block_bits whole(l);
-  whole.add(keys.data(), keys.size());
+  const block_bits whole = added_at_once(l, keys);
 
   block_bits pieces(l);
   std::vector<block_bits> parts;
@@ -157,8 +163,7 @@ TEST(BlockBits, ManyOneKeyAddsWithReadsBetweenEqualOneAddInTimeLinearInTheKeys) 
     }
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  block_bits whole(l);
-  whole.add(keys.data(), keys.size());
+  const block_bits whole = added_at_once(l, keys);
   EXPECT_EQ(one_by_one.blocks(), whole.blocks());
   EXPECT_EQ(one_by_one.words(), whole.words());
   EXPECT_EQ(one_by_one.keys_added(), keys.size());
@@ -185,8 +190,7 @@ TEST(BlockBits, AMovedFromObjectIsEmptyAndUsableAndACopyIsIndependent) {
   assigned = std::move(moved);
   EXPECT_EQ(moved.keys_added(), 0u);  // NOLINT(bugprone-use-after-move)
   EXPECT_TRUE(moved.blocks().empty());
-  block_bits whole(l);
-  whole.add(keys.data(), keys.size());
+  const block_bits whole = added_at_once(l, keys);
   EXPECT_EQ(assigned.layout(), l);
   EXPECT_EQ(assigned.blocks(), whole.blocks());
   EXPECT_EQ(assigned.words(), whole.words());
@@ -204,8 +208,7 @@ TEST(BlockBits, AMovedFromObjectIsEmptyAndUsableAndACopyIsIndependent) {
 TEST(BlockBits, MergingBitsWhoseLastKeysStillWaitAsHashesMergesThoseKeysToo) {
   const layout l = gbf::test::layout_of(4, 8, 3000, 2);
   const auto keys = random_keys(2000, 14);
-  block_bits whole(l);
-  whole.add(keys.data(), keys.size());
+  const block_bits whole = added_at_once(l, keys);
   block_bits waiting(l);
   waiting.add(keys.data(), 1500);
   waiting.add(keys.data() + 1500, 500);  // 500 hashes, fewer than the blocks held: pending
