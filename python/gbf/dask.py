@@ -39,6 +39,7 @@ shared key of the task graph.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any, List, Optional, Sequence
 
@@ -148,7 +149,7 @@ def _bad_dtype(dtype: Any) -> TypeError:
 
 # --- Building -----------------------------------------------------------------------------
 
-def _filled_filter(part: Any, column: Optional[str], shape: Layout, capacity: int, fpp: float,
+def _filled_filter(part: Any, column: Optional[str], shape: Layout, capacity: Optional[int], fpp: Optional[float],
                    backend: str, int_keys: str) -> tuple:
     """One partition's filter, of exactly `shape` (so that all partitions' filters merge),
     and the number of keys it added (nulls are not), which stats() would popcount for."""
@@ -194,14 +195,15 @@ class _Bits:
     dask_build.py, docs/distributed.md)."""
 
     layout: Layout
-    capacity: int
-    fpp: float
+    capacity: Optional[int]
+    fpp: Optional[float]
     keys_added: int
     blocks: Optional[np.ndarray]
     words: np.ndarray
 
     @classmethod
-    def of(cls, words: np.ndarray, layout: Layout, capacity: int, fpp: float, keys_added: int) -> "_Bits":
+    def of(cls, words: np.ndarray, layout: Layout, capacity: Optional[int], fpp: Optional[float],
+           keys_added: int) -> "_Bits":
         """`words` (every word of a filter of `layout`), sparse when that is at most half as big."""
         rows = _block_rows(words, layout.words_per_block)
         # A block is nonzero when the OR of its columns is (2.5x faster than rows.any(axis=1)).
@@ -254,7 +256,7 @@ def _block_rows(words: np.ndarray, words_per_block: int) -> np.ndarray:
     return words.reshape(-1, words_per_block)
 
 
-def _partition_bits(part: Any, column: Optional[str], shape: Layout, capacity: int, fpp: float,
+def _partition_bits(part: Any, column: Optional[str], shape: Layout, capacity: Optional[int], fpp: Optional[float],
                     backend: str, int_keys: str = "int64") -> _Bits:
     """One partition's bits for a filter of exactly `shape` (so that all partitions merge).
 
@@ -355,7 +357,10 @@ def _partitions(data: Any, column: Optional[str]) -> tuple:
     if isinstance(data, dd.DataFrame):
         if column is None:
             raise ValueError("build_filter on a dask DataFrame needs column=")
-        return data.to_delayed(), column, data[column]
+        _check_column("build_filter", data, column)
+        # The key column alone: the partitions' other columns never reach the tasks.
+        keys = data[column]
+        return keys.to_delayed(), None, keys
     if column is not None:
         raise ValueError("column= is for a dask DataFrame; pass the Series or Array alone")
     if isinstance(data, (dd.Series, dd.Index)):
@@ -366,6 +371,17 @@ def _partitions(data: Any, column: Optional[str]) -> tuple:
         return list(data.to_delayed().ravel()), None, data
     raise TypeError(f"build_filter takes a dask Series, DataFrame (with column=) or 1-D Array, "
                     f"not {type(data).__name__}")
+
+
+def _check_column(what: str, frame: Any, column: Any) -> None:
+    """ValueError naming the columns when `column` is not one key column of `frame`."""
+    try:
+        found = column in frame.columns
+    except TypeError:  # unhashable: a list of columns
+        found = False
+    if not found:
+        raise ValueError(f"{what}: the key column must be one column of the DataFrame, got {column!r}; "
+                         f"the columns are {list(frame.columns)}")
 
 
 def estimate_distinct(keys: Any) -> int:
@@ -395,7 +411,7 @@ def _build_layout(capacity: Any, fpp: float, layout: Any) -> Layout:
     return shape
 
 
-def build_filter(data: Any, capacity: Optional[int] = None, fpp: float = 0.01, *, column: Optional[str] = None,
+def build_filter(data: Any, capacity: Optional[int] = None, fpp: Optional[float] = 0.01, *, column: Optional[str] = None,
                  layout: Any = None, backend: str = "cpu", split_every: int = 8, compute: bool = True,
                  int_keys: str = "int64") -> Any:
     """One gbf filter holding every key of a dask Series, DataFrame column (column=) or 1-D
@@ -403,9 +419,13 @@ def build_filter(data: Any, capacity: Optional[int] = None, fpp: float = 0.01, *
     ORs, split_every filters per task.
 
     capacity: distinct keys to size for; None: Dask's HyperLogLog estimate (an extra pass
-        over the key column) times ESTIMATE_MARGIN. Every partition gets the same layout,
-        sized here once on the client for the whole column.
-    fpp, layout: as gbf.Filter.
+        over the key column, computed here even with compute=False; Dask's HyperLogLog
+        holds about 500 bytes per row of a partition while it runs, so give capacity= for
+        partitions of 10^7 rows and more) times ESTIMATE_MARGIN; not needed (and not
+        estimated) with a layout that has num_blocks. Every partition gets the same layout,
+        sized here once on the client for the whole column. A filter that ends past its
+        capacity (stats().over_capacity) gives a RuntimeWarning: its FPR is above fpp.
+    fpp, layout: as gbf.Filter (fpp may be None with a layout that has num_blocks).
     backend: where the partition filters live on the workers ("cpu", "gpu", "auto": each
         worker's GPU when it has one). The result unpickles on the client as this backend.
     compute: True: the filter; False: a dask Delayed of it (to compute alongside other work).
@@ -419,14 +439,32 @@ def build_filter(data: Any, capacity: Optional[int] = None, fpp: float = 0.01, *
         raise ValueError(f"split_every must be at least 2, got {split_every}")
     _check_int_keys(int_keys)
     parts, inner_column, key_column = _partitions(data, column)
-    if capacity is None:
+    fixed_size = isinstance(layout, Layout) and layout.num_blocks is not None
+    if capacity is None and not fixed_size:
         capacity = max(1, math.ceil(estimate_distinct(key_column) * ESTIMATE_MARGIN))
-    shape = _build_layout(capacity, float(fpp), layout)
-    bits = [dask.delayed(_partition_bits, pure=True)(p, inner_column, shape, int(capacity), float(fpp), backend,
+    if fpp is None and not fixed_size:
+        raise InvalidArgument("fpp may be None (unknown) only with a layout that has num_blocks")
+    shape = _build_layout(capacity, 0.5 if fpp is None else float(fpp), layout)
+    known_capacity = None if capacity is None else int(capacity)
+    known_fpp = None if fpp is None else float(fpp)
+    bits = [dask.delayed(_partition_bits, pure=True)(p, inner_column, shape, known_capacity, known_fpp, backend,
                                                      int_keys)
             for p in parts]
     root = dask.delayed(_Bits.to_filter, pure=True)(_tree_merge(bits, split_every), backend)
-    return root.compute() if compute else root
+    if not compute:
+        return root
+    bloom = root.compute()
+    _warn_over_capacity(bloom)
+    return bloom
+
+
+def _warn_over_capacity(bloom: Filter) -> None:
+    stats = bloom.stats()
+    if stats.over_capacity:
+        warnings.warn(f"gbf.dask.build_filter: the filter holds about {stats.estimated_keys:,.0f} distinct keys, "
+                      f"past its capacity of {stats.capacity:,}: its false-positive rate is about "
+                      f"{stats.estimated_fpr:.3g}, above the fpp asked for (give a larger capacity=, or None "
+                      f"to estimate it)", RuntimeWarning, stacklevel=3)
 
 
 # --- Probing ------------------------------------------------------------------------------
@@ -459,7 +497,18 @@ def _client() -> Any:
         return None
 
 
-def broadcast(bloom: Filter) -> Any:
+_KINDS = (Filter, CountingFilter, CuckooFilter, ScalingFilter)
+
+
+def _is_future(obj: Any) -> bool:
+    try:
+        from distributed import Future
+    except ImportError:
+        return False
+    return isinstance(obj, Future)
+
+
+def broadcast(bloom: Any) -> Any:
     """The filter as one object every task can name: with a dask.distributed Client, a
     Future replicated to every worker (client.scatter(..., broadcast=True): sent once per
     worker, pickled as its native bytes); without one, a Delayed (one key of the graph)."""
@@ -472,19 +521,22 @@ def broadcast(bloom: Filter) -> Any:
 def prefilter(probe: Any, column: Optional[str], bloom: Any, *, int_keys: str = "int64") -> Any:
     """The rows of `probe` (a dask DataFrame: key column `column`; a dask Series or 1-D
     Array: column=None) whose key may be in `bloom`, lazily, partition by partition. Rows
-    with a null key are kept. `bloom` is a gbf.Filter (broadcast here, once) or what
-    broadcast() returned. No row whose key was added (hashed as int_keys says: "int64", as
+    with a null key are kept. `bloom` is a gbf filter of any kind (broadcast here, once) or
+    what broadcast() returned (with a Client, a Future: the result is then computed on
+    that Client). No row whose key was added (hashed as int_keys says: "int64", as
     build_filter adds by default; "column" for a filter that hashed 32-bit integers as 4
     bytes, e.g. a Parquet INT32 column's or gbf.Filter.add of an int32 array) is ever
     dropped; an absent key survives with the filter's false-positive rate."""
     _check_int_keys(int_keys)
-    if isinstance(bloom, Filter):
-        bloom = broadcast(bloom)
+    if isinstance(bloom, _KINDS):
+        bloom = broadcast(bloom)  # every kind: sent once, not pickled into each task
+    elif not isinstance(bloom, Delayed) and not _is_future(bloom):
+        raise TypeError(f"prefilter takes a gbf filter (Filter, CountingFilter, CuckooFilter, ScalingFilter) or "
+                        f"what broadcast() returned, not {type(bloom).__name__}")
     if isinstance(probe, dd.DataFrame):
         if column is None:
             raise ValueError("prefilter on a dask DataFrame needs the key column")
-        if column not in probe.columns:
-            raise ValueError(f"prefilter: no column {column!r}; the columns are {list(probe.columns)}")
+        _check_column("prefilter", probe, column)
     elif isinstance(probe, (dd.Series, da.Array)):
         if column is not None:
             raise ValueError("column is for a dask DataFrame; pass a Series or Array with column=None")
@@ -520,7 +572,9 @@ def semi_join(probe: Any, build: Any, on: Optional[str] = None, *, left_on: Opti
     dd.merge(probe, build, how="inner", ...) (no key is lost: a Bloom filter has no false
     negatives), with fewer probe rows shuffled. on / left_on / right_on and merge_options as
     dd.merge; capacity, fpp, backend, int_keys as build_filter (int_keys="column" with key
-    columns of different widths hashes both at 8 bytes, so that their keys meet)."""
+    columns of different widths hashes both at 8 bytes, so that their keys meet). Key
+    columns of integers or strings / bytes; float, bool, datetime and decimal keys are a
+    TypeError (cast them first), where dd.merge would join them."""
     if on is not None:
         if left_on is not None or right_on is not None:
             raise ValueError("give on= or left_on= and right_on=, not both")

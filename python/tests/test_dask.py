@@ -402,6 +402,43 @@ def test_semi_join_equals_dask_merge_and_duckdb(client, selectivity, strings):
     pd.testing.assert_frame_equal(ours, _sorted(duck), check_dtype=False)
 
 
+def test_only_the_key_column_reaches_the_partition_tasks(monkeypatch, tmp_path):
+    # Every column went to the tasks (28x the bytes for a table with a wide text column),
+    # and a Parquet source read them all. Recorded in-process: the synchronous scheduler.
+    keys = np.arange(5_000, dtype=np.int64)
+    pd.DataFrame({"k": keys, "wide": ["x" * 200] * len(keys)}).to_parquet(tmp_path / "t.parquet")
+    seen = []
+    real = gd._partition_bits
+    monkeypatch.setattr(gd, "_partition_bits", lambda part, *rest: seen.append(part) or real(part, *rest))
+    with dask.config.set(scheduler="sync"):
+        bloom = gd.build_filter(dd.read_parquet(tmp_path / "t.parquet"), 5_000, column="k")
+    assert seen and all(isinstance(part, pd.Series) for part in seen)
+    assert bool(bloom.contains(keys).all())
+
+
+def test_a_fixed_layout_needs_no_estimate_and_an_overfull_filter_warns(client, monkeypatch):
+    keys = np.arange(20_000, dtype=np.int64)
+    series = dd.from_pandas(pd.Series(keys), npartitions=3)
+    monkeypatch.setattr(gd, "estimate_distinct", lambda _: pytest.fail("estimated with a fixed layout"))
+    layout = gbf.Filter(20_000, 0.01, backend="cpu").layout
+    bloom = gd.build_filter(series, layout=layout, fpp=None)
+    assert bloom.capacity is None and bloom.fpp is None and bool(bloom.contains(keys).all())
+    monkeypatch.undo()
+    with pytest.warns(RuntimeWarning, match="past its capacity of 1,000"):
+        gd.build_filter(series, 1_000)
+
+
+def test_prefilter_broadcasts_every_kind(client):
+    keys = np.arange(0, 20_000, 2, dtype=np.int64)
+    frame = dd.from_pandas(pd.DataFrame({"k": np.arange(20_000, dtype=np.int64)}), npartitions=4)
+    for kind in (gbf.CountingFilter(10_000, 0.01, backend="cpu"), gbf.CuckooFilter(10_000, 0.01, backend="cpu"),
+                 gbf.ScalingFilter(10_000, 0.01, backend="cpu")):
+        kind.add(keys)
+        kept = gd.prefilter(frame, "k", kind).compute()["k"].to_numpy()
+        assert np.isin(keys, kept).all(), type(kind).__name__  # no match lost
+        assert len(kept) < 12_000, type(kind).__name__
+
+
 def test_bad_inputs_are_clear_errors(client):
     frame = dd.from_pandas(pd.DataFrame({"k": [1.5, 2.5], "s": ["a", "b"]}), npartitions=1)
     with pytest.raises(TypeError, match="dtype float64"):
@@ -410,8 +447,19 @@ def test_bad_inputs_are_clear_errors(client):
         gd.build_filter(frame, 10)
     with pytest.raises(TypeError, match="dask Series, DataFrame"):
         gd.build_filter(np.arange(3), 10)
-    with pytest.raises(ValueError, match="no column 'x'"):
+    with pytest.raises(ValueError, match="the key column must be one column of the DataFrame, got 'x'"):
         gd.prefilter(frame, "x", gbf.Filter(10, backend="cpu"))
+    # build_filter said KeyError: 'x' (and a list "key column of type DataFrame" after a pass).
+    with pytest.raises(ValueError, match="got 'x'; the columns are \\['k', 's'\\]"):
+        gd.build_filter(frame, 10, column="x")
+    with pytest.raises(ValueError, match="got \\['k', 's'\\]"):
+        gd.build_filter(frame, 10, column=["k", "s"])
+    with pytest.raises(ValueError, match="got \\['k', 's'\\]"):
+        gd.prefilter(frame, ["k", "s"], gbf.Filter(10, backend="cpu"))
+    with pytest.raises(TypeError, match="prefilter takes a gbf filter .* not str"):
+        gd.prefilter(frame, "s", "not a filter")
+    with pytest.raises(gbf.InvalidArgument, match="fpp may be None"):
+        gd.build_filter(frame["s"], 10, None)
     with pytest.raises(ValueError, match="split_every"):
         gd.build_filter(frame["s"], 10, split_every=1)
     with pytest.raises(ValueError, match="inner join"):
