@@ -15,8 +15,9 @@
 //                  device memory), bound_d2d (GPU: a device-to-device copy of the
 //                  batch's bytes, the streaming bound the string kernels are held
 //                  against; the copy reads and writes each byte, so its rates are
-//                  those of reading the batch at the copy's total bytes/s), bound_h2d (GPU: a pinned host-to-device copy, the
-//                  bound of gpu_host).
+//                  those of reading the batch at the copy's total bytes/s),
+//                  bound_h2d (GPU: a pinned host-to-device copy, the bound of
+//                  gpu_host).
 // Counters: keys/s (items_per_second) and bytes/s (bytes_per_second, key bytes
 // only). GPU rows appear only when a GPU is present.
 #include <benchmark/benchmark.h>

@@ -37,7 +37,6 @@ cuckoo_filter load_cuckoo_file(const filter_file& file, const run_options& run,
   }
 }
 
-
 std::string percent(double x) {
   char text[32];
   std::snprintf(text, sizeof text, "%.2f%%", 100 * x);

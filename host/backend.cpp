@@ -36,12 +36,20 @@ void check_listed(cpu_simd simd) {
                          " is not a gbf::cpu_simd (automatic, scalar, avx2 or avx512)");
 }
 
+void check_listed(backend where) {
+  switch (where) {
+    case backend::cpu:
+    case backend::gpu:
+    case backend::automatic: return;
+  }
+  throw invalid_argument("options::where = " + std::to_string(static_cast<int>(where)) +
+                         " is not a gbf::backend (cpu, gpu or automatic)");
+}
+
 backend resolve(const options& opts, std::string* reason) {
   // One value outside an enum's list must not pick a branch silently.
   check_listed(opts.simd);
-  if (opts.where != backend::cpu && opts.where != backend::gpu && opts.where != backend::automatic)
-    throw invalid_argument("options::where = " + std::to_string(static_cast<int>(opts.where)) +
-                           " is not a gbf::backend (cpu, gpu or automatic)");
+  check_listed(opts.where);
   if (opts.where != backend::automatic) return opts.where;
   const gpu_status gpu = query_gpu();
   if (gpu.available) {

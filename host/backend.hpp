@@ -13,9 +13,10 @@ namespace gbf::detail {
 /// Word-wise operation of merge (union), intersect and symmetric_difference.
 enum class set_op { union_or, intersect_and, symmetric_xor };
 
-/// Throws invalid_argument when `simd` is none of cpu_simd's values (an enum holds
-/// any value of its type: a cast, an uninitialised field, a bad FFI call).
+/// Throw invalid_argument when the value is none of its enum's (an enum holds any
+/// value of its type: a cast, an uninitialised field, a bad FFI call).
 void check_listed(cpu_simd simd);
+void check_listed(backend where);
 
 /// Throws wrong_backend naming `what` when an _async call reaches a CPU filter.
 void require_sync(const call_options& call);

@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "host/backend.hpp"
+#include "host/counts.hpp"
 #include "host/cuckoo_backend.hpp"
 #include "host/keys.hpp"
 #include "host/verify.hpp"
 #include "host/number_text.hpp"
 #include "host/word_range.hpp"
-#include "host/counts.hpp"
 
 namespace gbf {
 namespace {
@@ -349,7 +349,8 @@ void cuckoo_filter::merge(const cuckoo_filter& other) {
   mine.write_words(0, layout_.num_words(), reinterpret_cast<const std::uint32_t*>(table.data()));
   merged.keys_added = detail::saturating_add(merged.keys_added, added.keys_added);
   merged.keys_removed = detail::saturating_add(merged.keys_removed, added.keys_removed);
-  merged.evictions = detail::saturating_add(merged.evictions, moves);  // the other's own evictions and failures stay its history
+  // The other's own evictions and failures stay its history.
+  merged.evictions = detail::saturating_add(merged.evictions, moves);
   mine.set_totals(merged);
 }
 

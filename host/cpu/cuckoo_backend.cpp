@@ -22,12 +22,12 @@
 
 #include "gbf/error.hpp"
 #include "host/backend.hpp"
+#include "host/counts.hpp"
 #include "host/cpu/cuckoo_kernels.hpp"
 #include "host/cpu/isa.hpp"
 #include "host/cpu/memory.hpp"
 #include "host/cpu/threads.hpp"
 #include "host/cuckoo_backend.hpp"
-#include "host/counts.hpp"
 
 namespace gbf::detail {
 namespace {

@@ -51,10 +51,9 @@ class replay_source final : public byte_source {
     if (from_head > 0) std::memcpy(dst, head_ + position_, from_head);
     position_ += from_head;
     const std::size_t got = from_head + (n > from_head ? inner_.read(dst + from_head, n - from_head) : 0);
-    for (std::size_t i = got > sizeof tail_ ? got - sizeof tail_ : 0; i < got; ++i) {
-      std::memmove(tail_, tail_ + 1, sizeof tail_ - 1);
-      tail_[sizeof tail_ - 1] = dst[i];
-    }
+    const std::size_t kept = sizeof tail_ - std::min(got, sizeof tail_);  // old tail bytes that stay
+    std::memmove(tail_, tail_ + sizeof tail_ - kept, kept);
+    std::memcpy(tail_ + kept, dst + got - (sizeof tail_ - kept), sizeof tail_ - kept);
     return got;
   }
   std::uint64_t remaining() const override { return head_bytes_ - position_ + inner_.remaining(); }

@@ -393,19 +393,20 @@ def estimate_distinct(keys: Any) -> int:
     return int(keys.nunique_approx().compute())
 
 
-def _build_layout(capacity: Any, fpp: float, layout: Any) -> Layout:
+def _build_layout(capacity: Any, fpp: Optional[float], layout: Any) -> Layout:
     """The layout gbf.Filter(capacity, fpp, layout=layout) would have, with its refusals,
     computed without making that filter (the client never holds the m bytes)."""
+    target = 0.01 if fpp is None else fpp  # as gbf.Filter sizes for fpp=None
     if layout == "parquet":
-        return Layout(*_core._parquet_layout(_capacity(capacity, "layout='parquet'"), fpp))
+        return Layout(*_core._parquet_layout(_capacity(capacity, "layout='parquet'"), target))
     shape = Layout.parse(layout) if isinstance(layout, str) else Layout() if layout is None else layout
     if not isinstance(shape, Layout):
         raise TypeError(f"layout must be None, 'parquet', 'W/K[/SEED]' or a gbf.Layout, not {type(layout).__name__}")
     if shape.num_blocks is None:
-        return size_for(_capacity(capacity, "sizing"), fpp, shape)
+        return size_for(_capacity(capacity, "sizing"), target, shape)
     if capacity is not None:
         _count(capacity, "capacity")
-    if not 0 < fpp < 1:
+    if fpp is not None and not 0 < fpp < 1:
         raise InvalidArgument(f"fpp must be in (0, 1), or None (unknown) with an explicit layout; got {fpp!r}")
     shape.expected_fpr(0)  # gbf.InvalidArgument naming what is wrong with the layout
     return shape
@@ -423,8 +424,9 @@ def build_filter(data: Any, capacity: Optional[int] = None, fpp: Optional[float]
         holds about 500 bytes per row of a partition while it runs, so give capacity= for
         partitions of 10^7 rows and more) times ESTIMATE_MARGIN; not needed (and not
         estimated) with a layout that has num_blocks. Every partition gets the same layout,
-        sized here once on the client for the whole column. A filter that ends past its
-        capacity (stats().over_capacity) gives a RuntimeWarning: its FPR is above fpp.
+        sized here once on the client for the whole column. With compute=True, a filter
+        that ends past its capacity (stats().over_capacity) gives a RuntimeWarning: its
+        FPR is above fpp.
     fpp, layout: as gbf.Filter (fpp may be None with a layout that has num_blocks).
     backend: where the partition filters live on the workers ("cpu", "gpu", "auto": each
         worker's GPU when it has one). The result unpickles on the client as this backend.
@@ -440,15 +442,14 @@ def build_filter(data: Any, capacity: Optional[int] = None, fpp: Optional[float]
     _check_int_keys(int_keys)
     parts, inner_column, key_column = _partitions(data, column)
     fixed_size = isinstance(layout, Layout) and layout.num_blocks is not None
+    if fpp is None and not fixed_size:  # refused before the estimate's pass, not after
+        raise InvalidArgument("fpp may be None (unknown) only with a layout that has num_blocks")
     if capacity is None and not fixed_size:
         capacity = max(1, math.ceil(estimate_distinct(key_column) * ESTIMATE_MARGIN))
-    if fpp is None and not fixed_size:
-        raise InvalidArgument("fpp may be None (unknown) only with a layout that has num_blocks")
-    shape = _build_layout(capacity, 0.5 if fpp is None else float(fpp), layout)
-    known_capacity = None if capacity is None else int(capacity)
-    known_fpp = None if fpp is None else float(fpp)
-    bits = [dask.delayed(_partition_bits, pure=True)(p, inner_column, shape, known_capacity, known_fpp, backend,
-                                                     int_keys)
+    fpp = None if fpp is None else float(fpp)
+    shape = _build_layout(capacity, fpp, layout)
+    capacity = None if capacity is None else int(capacity)
+    bits = [dask.delayed(_partition_bits, pure=True)(p, inner_column, shape, capacity, fpp, backend, int_keys)
             for p in parts]
     root = dask.delayed(_Bits.to_filter, pure=True)(_tree_merge(bits, split_every), backend)
     if not compute:
